@@ -1,0 +1,141 @@
+from django.contrib import admin
+
+from evaluator import models
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class DecisionInline(ReadOnlyInline):
+    model = models.Decision
+    fields = ("index", "kind", "actor", "observation_step", "executed", "latency_ms", "violation")
+    readonly_fields = fields
+
+
+class InterventionInline(ReadOnlyInline):
+    model = models.Intervention
+    fields = ("kind", "user", "step_index", "note", "created_at")
+    readonly_fields = fields
+
+
+class ArtifactInline(ReadOnlyInline):
+    model = models.Artifact
+    fields = ("kind", "path", "sha256", "size")
+    readonly_fields = fields
+
+
+@admin.register(models.ProtocolIdentity)
+class ProtocolIdentityAdmin(admin.ModelAdmin):
+    list_display = ("protocol_id", "benchmark", "created_at")
+    list_filter = ("benchmark",)
+    search_fields = ("protocol_id",)
+    readonly_fields = ("protocol_id", "benchmark", "configuration", "created_at")
+
+
+class TaskInline(ReadOnlyInline):
+    model = models.Task
+    fields = ("name", "env_id", "native_horizon", "robot", "in_catalog")
+    readonly_fields = fields
+
+
+@admin.register(models.Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    list_display = ("name", "title", "catalog_file", "catalog_sha256", "loaded_at")
+    readonly_fields = ("name", "title", "catalog_file", "catalog_sha256", "upstream", "loaded_at")
+    inlines = [TaskInline]
+
+
+@admin.register(models.Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ("name", "benchmark", "env_id", "native_horizon", "robot", "camera", "in_catalog")
+    list_filter = ("benchmark", "robot", "in_catalog")
+    search_fields = ("name", "env_id")
+    readonly_fields = [f.name for f in models.Task._meta.fields]
+
+
+@admin.register(models.Policy)
+class PolicyAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "spec", "identity", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("name", "spec", "identity")
+    readonly_fields = ("identity", "created_at")
+
+
+@admin.register(models.Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = ("name", "benchmark", "protocol", "policy", "mode", "seed", "created_at")
+    list_filter = ("benchmark", "mode")
+    search_fields = ("name", "protocol__protocol_id")
+
+    def get_readonly_fields(self, request, obj=None):
+        # The plan is frozen once the campaign exists.
+        if obj is None:
+            return ("created_at",)
+        return [f.name for f in models.Campaign._meta.fields if f.name != "name"]
+
+
+@admin.register(models.Attempt)
+class AttemptAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "campaign",
+        "task",
+        "status",
+        "outcome",
+        "error_type",
+        "success",
+        "environment_steps",
+        "policy_calls",
+        "autonomous",
+        "rerun_of",
+    )
+    list_filter = ("status", "outcome", "error_type", "autonomous", "task__benchmark")
+    search_fields = ("task__name", "campaign__name")
+    inlines = [DecisionInline, InterventionInline, ArtifactInline]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_finished:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_finished:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+@admin.register(models.Decision)
+class DecisionAdmin(admin.ModelAdmin):
+    list_display = ("attempt", "index", "kind", "actor", "executed", "latency_ms")
+    list_filter = ("kind", "actor")
+    readonly_fields = [f.name for f in models.Decision._meta.fields]
+
+
+@admin.register(models.Step)
+class StepAdmin(admin.ModelAdmin):
+    list_display = ("attempt", "index", "decision", "native_success", "terminated", "truncated")
+    list_filter = ("native_success",)
+    readonly_fields = [f.name for f in models.Step._meta.fields]
+
+
+@admin.register(models.Intervention)
+class InterventionAdmin(admin.ModelAdmin):
+    list_display = ("attempt", "kind", "user", "step_index", "created_at")
+    list_filter = ("kind",)
+    readonly_fields = [f.name for f in models.Intervention._meta.fields]
+
+
+@admin.register(models.Artifact)
+class ArtifactAdmin(admin.ModelAdmin):
+    list_display = ("attempt", "kind", "path", "size", "sha256")
+    list_filter = ("kind",)
+    readonly_fields = [f.name for f in models.Artifact._meta.fields]

@@ -1,0 +1,19 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluator.catalog_sync import sync_all_catalogs
+from evaluator.protocol.errors import ProtocolError
+
+
+class Command(BaseCommand):
+    help = "Validate the task catalogs under environment/catalogs and load them into the database."
+
+    def handle(self, *args, **options):
+        try:
+            benchmarks = sync_all_catalogs()
+        except ProtocolError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        for benchmark in benchmarks:
+            count = benchmark.tasks.filter(in_catalog=True).count()
+            self.stdout.write(
+                f"{benchmark.name}: {count} tasks from {benchmark.catalog_file} (sha256 {benchmark.catalog_sha256[:12]})"
+            )

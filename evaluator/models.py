@@ -1,0 +1,326 @@
+"""Persistence of the protocol core: catalogs, policies, campaigns and their attempts.
+
+Records are evidence. A campaign's plan is frozen when it is created; a finished attempt
+cannot be changed or deleted (enforced here and by a database trigger, so no view, admin
+action or queryset update can do it); the records of an attempt are written once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason
+
+
+class RecordImmutable(Exception):
+    """A write that would change evidence that is already final."""
+
+
+def _choices(enum_cls) -> list[tuple[str, str]]:
+    return [(member.value, member.value.replace("_", " ")) for member in enum_cls]
+
+
+class ProtocolIdentity(models.Model):
+    protocol_id = models.CharField(max_length=255, unique=True)
+    benchmark = models.CharField(max_length=64)
+    configuration = models.JSONField(help_text="The configuration the identity names.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "protocol identities"
+        ordering = ["protocol_id"]
+
+    def __str__(self) -> str:
+        return self.protocol_id
+
+
+class Benchmark(models.Model):
+    name = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    catalog_file = models.CharField(max_length=200)
+    catalog_sha256 = models.CharField(max_length=64)
+    upstream = models.JSONField(default=dict)
+    loaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="tasks")
+    name = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(help_text="Order in the catalog.")
+    env_id = models.CharField(max_length=200)
+    native_horizon = models.PositiveIntegerField()
+    instruction = models.TextField()
+    robot = models.CharField(max_length=100)
+    camera = models.CharField(max_length=100)
+    rgb_shape = models.JSONField()
+    control_hz = models.FloatField()
+    controller = models.CharField(max_length=200)
+    details = models.JSONField(default=dict)
+    in_catalog = models.BooleanField(default=True, help_text="False once the current catalog no longer lists it.")
+
+    class Meta:
+        ordering = ["benchmark__name", "position"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "name"], name="unique_task_per_benchmark")]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.name}/{self.name}"
+
+
+class Policy(models.Model):
+    class Kind(models.TextChoices):
+        FIXED_PROGRAM = "fixed_program", "fixed program"
+        SCRIPTED_HARNESS_CHECK = "scripted_harness_check", "scripted harness check"
+        MODEL_METHOD = "general_purpose_model_method", "general-purpose model method"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    spec = models.CharField(max_length=500, help_text="How to reach it, e.g. builtin:noop or http://host:port/act.")
+    settings = models.JSONField(default=dict, blank=True, help_text="Declared settings (model, tokens, timeouts...).")
+    identity = models.CharField(max_length=64, editable=False, help_text="sha256 of kind, spec and settings.")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "policies"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        # The same declared settings give the same identity; any change gives another.
+        canonical = json.dumps([self.kind, self.spec, self.settings], sort_keys=True, separators=(",", ":"))
+        self.identity = hashlib.sha256(canonical.encode()).hexdigest()
+        super().save(*args, **kwargs)
+
+
+class Campaign(models.Model):
+    class Mode(models.TextChoices):
+        FAST = "fast", "fast"
+        FULL = "full", "full"
+
+    PLAN_FIELDS = (
+        "benchmark_id",
+        "task_names",
+        "reset_selection",
+        "seed",
+        "policy_id",
+        "protocol_id",
+        "protocol_config",
+        "mode",
+        "provenance",
+    )
+
+    name = models.CharField(max_length=200)
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="campaigns")
+    task_names = models.JSONField(help_text="The selected tasks, in plan order.")
+    reset_selection = models.CharField(max_length=100, default="seed")
+    seed = models.BigIntegerField()
+    policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="campaigns")
+    protocol = models.ForeignKey(ProtocolIdentity, on_delete=models.PROTECT, related_name="campaigns")
+    protocol_config = models.JSONField(help_text="The resolved configuration, run budgets included.")
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.FAST)
+    provenance = models.JSONField(default=dict, help_text="Catalog checksum, upstream revisions.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(seed__gte=0, seed__lt=2**32), name="campaign_seed_in_uint32"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            stored = Campaign.objects.filter(pk=self.pk).values(*self.PLAN_FIELDS).first()
+            if stored is not None:
+                changed = [f for f in self.PLAN_FIELDS if stored[f] != getattr(self, f)]
+                if changed:
+                    raise RecordImmutable(f"campaign {self.pk}: the plan is frozen ({', '.join(changed)})")
+        super().save(*args, **kwargs)
+
+
+class Attempt(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="attempts")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
+    cell_index = models.PositiveIntegerField(help_text="Position of the cell in the campaign plan.")
+    seed = models.BigIntegerField()
+    rerun_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="reruns",
+        help_text="The earlier attempt, when this is a separately authorized re-run.",
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    outcome = models.CharField(max_length=30, choices=_choices(Outcome), blank=True)
+    error_type = models.CharField(max_length=30, choices=_choices(ErrorType), blank=True)
+    error_detail = models.TextField(blank=True)
+    termination_reason = models.CharField(max_length=30, choices=_choices(TerminationReason), blank=True)
+    success = models.BooleanField(null=True)
+    success_ever = models.BooleanField(null=True)
+    policy_calls = models.PositiveIntegerField(default=0)
+    action_decisions = models.PositiveIntegerField(default=0)
+    rejected_calls = models.PositiveIntegerField(default=0)
+    environment_steps = models.PositiveIntegerField(default=0)
+    first_success_step = models.PositiveIntegerField(null=True, blank=True)
+    first_success_decision = models.PositiveIntegerField(null=True, blank=True)
+    success_at_h = models.BooleanField(null=True)
+    success_at_2h = models.BooleanField(null=True)
+    autonomous = models.BooleanField(default=True)
+    policy_identity = models.CharField(max_length=64, help_text="The policy identity this attempt ran with.")
+    budget = models.JSONField(help_text="The resolved budget: H, evaluation horizon, C, K, runner cap.")
+    provenance = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["campaign_id", "cell_index", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "cell_index"],
+                condition=Q(rerun_of__isnull=True),
+                name="one_original_attempt_per_cell",
+            ),
+            models.CheckConstraint(condition=Q(seed__gte=0, seed__lt=2**32), name="attempt_seed_in_uint32"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.pk} ({self.task.name}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status == self.Status.FINISHED
+
+    def _stored_status(self) -> str | None:
+        if self.pk is None:
+            return None
+        return Attempt.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+
+    def save(self, *args, **kwargs):
+        if self._stored_status() == self.Status.FINISHED:
+            raise RecordImmutable(f"attempt {self.pk} is finished and cannot be changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._stored_status() == self.Status.FINISHED:
+            raise RecordImmutable(f"attempt {self.pk} is finished and cannot be deleted")
+        return super().delete(*args, **kwargs)
+
+
+class AttemptRecord(models.Model):
+    """A record of an attempt: written once, and only while the attempt is not finished."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise RecordImmutable(f"{type(self).__name__} {self.pk} is written once and never changed")
+        if self.attempt._stored_status() == Attempt.Status.FINISHED:
+            raise RecordImmutable(f"attempt {self.attempt_id} is finished; no records can be added")
+        super().save(*args, **kwargs)
+
+
+class Decision(AttemptRecord):
+    """One policy call (or one human decision during a take-over)."""
+
+    class Kind(models.TextChoices):
+        ACTIONS = "actions", "actions"
+        STOP = "stop", "stop"
+        REJECTED = "rejected", "rejected (feedback track)"
+        FAILED = "failed", "failed"
+
+    class Actor(models.TextChoices):
+        POLICY = "policy", "policy"
+        HUMAN = "human", "human"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="decisions")
+    index = models.PositiveIntegerField(help_text="1-based policy call number.")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    actor = models.CharField(max_length=10, choices=Actor.choices, default=Actor.POLICY)
+    observation_step = models.PositiveIntegerField(help_text="Executed steps before the observation it answered.")
+    instruction = models.TextField()
+    response = models.JSONField(null=True, help_text="The structured response as received.")
+    accepted_chunk = models.JSONField(default=list)
+    executed = models.PositiveIntegerField(default=0)
+    violation = models.JSONField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    provider_requests = models.PositiveIntegerField(null=True, blank=True, help_text="Null when unknown.")
+    usage = models.JSONField(null=True, blank=True, help_text="Tokens and cost when known.")
+
+    class Meta:
+        ordering = ["attempt_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "index"], name="unique_decision_index")]
+
+
+class Step(AttemptRecord):
+    """One executed native control step."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField(help_text="1-based native step number.")
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="steps")
+    action = models.JSONField()
+    native_success = models.BooleanField()
+    terminated = models.BooleanField()
+    truncated = models.BooleanField()
+    instruction = models.TextField(help_text="The instruction the native env reports after this step.")
+    info = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["attempt_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "index"], name="unique_step_index")]
+
+
+class Intervention(AttemptRecord):
+    class Kind(models.TextChoices):
+        PAUSE = "pause", "pause"
+        RESUME = "resume", "resume"
+        TAKE_OVER = "take_over", "take over"
+        STOP = "stop", "stop"
+        ANNOTATE = "annotate", "annotate"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="interventions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    step_index = models.PositiveIntegerField(help_text="Executed steps when it happened.")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["attempt_id", "created_at"]
+
+
+class Artifact(AttemptRecord):
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=40, help_text="video, frame_index, messages, manifest, ...")
+    path = models.CharField(max_length=500, help_text="Relative to MEDIA_ROOT.")
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+
+    class Meta:
+        ordering = ["attempt_id", "path"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "path"], name="unique_artifact_path")]

@@ -1,0 +1,319 @@
+"""Protocol identities: which configurations exist, their names, and the way back.
+
+An identity names everything that makes two results comparable. Its grammar is
+
+    PREFIX[/SCOPE]/SENSORS[/BUDGET][/action-feedback][/agent-method]/vN
+
+with BUDGET either `decision-D-prefix-K` (decision mode) or `extended-horizon-2h`
+(horizon mode with horizon_multiplier=2); the native-horizon track has no budget
+segment. Horizon-mode call and step budgets are run settings recorded with each
+attempt, not part of the identity (simpler_env_protocol.md, "Protocol").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import (
+    InvalidBudget,
+    InvalidCombination,
+    MalformedIdentity,
+    UnknownBenchmark,
+    UnknownOption,
+)
+
+SINGLE_RESPONSE = "single_response"
+AGENT_METHOD = "agent_method"
+INTERACTION_MODES = (SINGLE_RESPONSE, AGENT_METHOD)
+
+HORIZON = "horizon"
+DECISIONS = "decisions"
+BUDGET_MODES = (HORIZON, DECISIONS)
+
+DEFAULT_SCOPE = "default"
+EXTENDED_SEGMENT = "extended-horizon-2h"
+FEEDBACK_SEGMENT = "action-feedback"
+AGENT_METHOD_SEGMENT = "agent-method"
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one benchmark's protocol allows, and its defaults."""
+
+    benchmark: str
+    prefix: str
+    sensors: tuple[str, ...]  # the first one is the default track
+    versions: tuple[int, ...]  # the last one is the current interface
+    scopes: tuple[str, ...] = (DEFAULT_SCOPE,)
+    default_budget_mode: str = HORIZON
+    # Horizon mode: call budget, action prefix and runner cap when none is given.
+    horizon_calls: int = 40
+    horizon_replan: int = 5
+    horizon_step_cap: int = 1000
+    # Decision mode: D and K when none is given.
+    decisions: int = 200
+    decision_replan: int = 5
+    fixed_decision_track: bool = False  # SIMPLE implements only decision-200/prefix-5
+    extended_horizon: bool = True
+    agent_method: bool = True
+    # SIMPLE's service always returns bounded validation feedback; SimplerEnv makes it a choice.
+    feedback_always_on: bool = False
+    # Scopes other than the default allow only the default sensors and decision mode.
+    restricted_scopes: tuple[str, ...] = ()
+
+    @property
+    def current_version(self) -> int:
+        return self.versions[-1]
+
+
+FAMILIES: dict[str, Family] = {
+    f.benchmark: f
+    for f in (
+        Family(
+            benchmark="simpler_env",
+            prefix="simpler-prepackaged-development",
+            sensors=("rgb", "rgb-qpos"),
+            versions=(1,),
+        ),
+        Family(
+            benchmark="simple_humanoid",
+            prefix="simple-humanoid-development",
+            sensors=("rgb-qpos31", "rgb"),
+            versions=(1, 2),
+            scopes=(DEFAULT_SCOPE, "released-12"),
+            default_budget_mode=DECISIONS,
+            # Enough full five-action calls and controls for the longest reference horizon (1200).
+            horizon_calls=240,
+            horizon_replan=5,
+            horizon_step_cap=1200,
+            fixed_decision_track=True,
+            extended_horizon=False,
+            agent_method=False,
+            feedback_always_on=True,
+            restricted_scopes=("released-12",),
+        ),
+    )
+}
+
+
+def family(benchmark: str) -> Family:
+    try:
+        return FAMILIES[benchmark]
+    except KeyError:
+        known = ", ".join(sorted(FAMILIES))
+        raise UnknownBenchmark(f"unknown benchmark {benchmark!r}; known: {known}") from None
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    benchmark: str
+    sensors: str
+    interaction_mode: str
+    action_rejection_feedback: bool
+    budget_mode: str
+    horizon_multiplier: int
+    max_policy_calls: int
+    replan_interval: int
+    runner_step_cap: int
+    task_scope: str = DEFAULT_SCOPE
+    interface_version: int = 1
+
+    @property
+    def protocol_id(self) -> str:
+        fam = family(self.benchmark)
+        segments = [fam.prefix]
+        if self.task_scope != DEFAULT_SCOPE:
+            segments.append(self.task_scope)
+        segments.append(self.sensors)
+        if self.budget_mode == DECISIONS:
+            segments.append(f"decision-{self.max_policy_calls}-prefix-{self.replan_interval}")
+        elif self.horizon_multiplier == 2:
+            segments.append(EXTENDED_SEGMENT)
+        if self.action_rejection_feedback and not fam.feedback_always_on:
+            segments.append(FEEDBACK_SEGMENT)
+        if self.interaction_mode == AGENT_METHOD:
+            segments.append(AGENT_METHOD_SEGMENT)
+        segments.append(f"v{self.interface_version}")
+        return "/".join(segments)
+
+    def evaluation_horizon(self, native_horizon: int | None) -> int | None:
+        """D * K in decision mode, H * multiplier in horizon mode (None while H is unknown)."""
+        if self.budget_mode == DECISIONS:
+            return self.max_policy_calls * self.replan_interval
+        return None if native_horizon is None else native_horizon * self.horizon_multiplier
+
+    def max_executable_steps(self, native_horizon: int | None) -> int | None:
+        """min(evaluation_horizon, runner_step_cap, C * K): no episode executes more controls."""
+        horizon = self.evaluation_horizon(native_horizon)
+        if horizon is None:
+            return None
+        return min(horizon, self.runner_step_cap, self.max_policy_calls * self.replan_interval)
+
+    @property
+    def is_current_interface(self) -> bool:
+        return self.interface_version == family(self.benchmark).current_version
+
+    def as_dict(self) -> dict:
+        return {
+            "benchmark": self.benchmark,
+            "protocol_id": self.protocol_id,
+            "sensors": self.sensors,
+            "interaction_mode": self.interaction_mode,
+            "action_rejection_feedback": self.action_rejection_feedback,
+            "budget_mode": self.budget_mode,
+            "horizon_multiplier": self.horizon_multiplier,
+            "max_policy_calls": self.max_policy_calls,
+            "replan_interval": self.replan_interval,
+            "runner_step_cap": self.runner_step_cap,
+            "task_scope": self.task_scope,
+            "interface_version": self.interface_version,
+        }
+
+
+def _positive(name: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidBudget(f"{name} must be a whole number, got {value!r}")
+    if value < 1:
+        raise InvalidBudget(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def _choice(name: str, value: str | None, allowed: tuple[str, ...], default: str) -> str:
+    if value is None:
+        return default
+    if value not in allowed:
+        raise UnknownOption(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
+    return value
+
+
+def configure(
+    benchmark: str,
+    *,
+    sensors: str | None = None,
+    interaction_mode: str | None = None,
+    action_rejection_feedback: bool = False,
+    budget_mode: str | None = None,
+    horizon_multiplier: int | None = None,
+    max_policy_calls: int | None = None,
+    replan_interval: int | None = None,
+    runner_step_cap: int | None = None,
+    task_scope: str | None = None,
+    interface_version: int | None = None,
+) -> ProtocolConfig:
+    """Resolve explicit options (None = not given) into a configuration, or refuse them."""
+    fam = family(benchmark)
+    sensors = _choice("sensor track", sensors, fam.sensors, fam.sensors[0])
+    interaction_mode = _choice("interaction mode", interaction_mode, INTERACTION_MODES, SINGLE_RESPONSE)
+    budget_mode = _choice("budget mode", budget_mode, BUDGET_MODES, fam.default_budget_mode)
+    task_scope = _choice("task scope", task_scope, fam.scopes, DEFAULT_SCOPE)
+    if interface_version is None:
+        interface_version = fam.current_version
+    if interface_version not in fam.versions:
+        raise UnknownOption(
+            f"{benchmark} has no interface v{interface_version}; versions: "
+            + ", ".join(f"v{v}" for v in fam.versions)
+        )
+    calls = _positive("max_policy_calls", max_policy_calls)
+    replan = _positive("replan_interval", replan_interval)
+    cap = _positive("runner_step_cap", runner_step_cap)
+
+    if horizon_multiplier is not None:
+        if isinstance(horizon_multiplier, bool) or horizon_multiplier not in (1, 2):
+            raise InvalidBudget(f"horizon_multiplier must be 1 or 2, got {horizon_multiplier!r}")
+        if budget_mode == DECISIONS and horizon_multiplier != 1:
+            raise InvalidCombination("a horizon multiplier cannot be combined with budget_mode=decisions")
+    multiplier = horizon_multiplier or 1
+    if multiplier == 2 and not fam.extended_horizon:
+        raise InvalidCombination(f"{benchmark} defines no extended-horizon track")
+    if interaction_mode == AGENT_METHOD and not fam.agent_method:
+        raise InvalidCombination(f"{benchmark} defines no agent_method interaction mode")
+    if task_scope in fam.restricted_scopes:
+        if sensors != fam.sensors[0]:
+            raise InvalidCombination(
+                f"sensors {sensors!r} exist only in the default task scope; {task_scope} uses {fam.sensors[0]}"
+            )
+        if budget_mode != DECISIONS:
+            raise InvalidCombination(f"task scope {task_scope} runs only the decision track")
+
+    if budget_mode == DECISIONS:
+        calls = calls if calls is not None else fam.decisions
+        replan = replan if replan is not None else fam.decision_replan
+        if fam.fixed_decision_track and (calls, replan) != (fam.decisions, fam.decision_replan):
+            raise InvalidCombination(
+                f"{benchmark} implements only the decision-{fam.decisions}/prefix-{fam.decision_replan} track"
+            )
+        if cap is not None and cap != calls * replan:
+            raise InvalidCombination(
+                f"in decision mode the runner step cap is D x K = {calls * replan}, got {cap}"
+            )
+        cap = calls * replan
+    else:
+        calls = calls if calls is not None else fam.horizon_calls
+        replan = replan if replan is not None else fam.horizon_replan
+        cap = cap if cap is not None else fam.horizon_step_cap
+
+    return ProtocolConfig(
+        benchmark=benchmark,
+        sensors=sensors,
+        interaction_mode=interaction_mode,
+        action_rejection_feedback=bool(action_rejection_feedback) or fam.feedback_always_on,
+        budget_mode=budget_mode,
+        horizon_multiplier=multiplier,
+        max_policy_calls=calls,
+        replan_interval=replan,
+        runner_step_cap=cap,
+        task_scope=task_scope,
+        interface_version=interface_version,
+    )
+
+
+def _decision_segment(segment: str) -> tuple[int, int] | None:
+    parts = segment.split("-")
+    if len(parts) == 4 and parts[0] == "decision" and parts[2] == "prefix":
+        if parts[1].isdigit() and parts[3].isdigit() and not parts[1].startswith("0") and not parts[3].startswith("0"):
+            return int(parts[1]), int(parts[3])
+        raise MalformedIdentity(f"bad decision segment {segment!r}: D and K are whole numbers from 1")
+    return None
+
+
+def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
+    """The configuration an identity names (horizon-mode run budgets at their defaults)."""
+    parts = protocol_id.split("/")
+    fam = next((f for f in FAMILIES.values() if f.prefix == parts[0]), None)
+    if fam is None or len(parts) < 3:
+        raise MalformedIdentity(f"not a protocol identity: {protocol_id!r}")
+    version = parts[-1]
+    if not (version.startswith("v") and version[1:].isdigit()):
+        raise MalformedIdentity(f"identity {protocol_id!r} does not end in a version such as /v1")
+    middle = parts[1:-1]
+    options: dict = {"interface_version": int(version[1:])}
+    if middle and middle[0] in fam.scopes and middle[0] != DEFAULT_SCOPE:
+        options["task_scope"] = middle.pop(0)
+    if not middle or middle[0] not in fam.sensors:
+        raise MalformedIdentity(f"identity {protocol_id!r} names no sensor track of {fam.benchmark}")
+    options["sensors"] = middle.pop(0)
+    if middle and middle[0] == EXTENDED_SEGMENT:
+        middle.pop(0)
+        options["horizon_multiplier"] = 2
+        options["budget_mode"] = HORIZON
+    elif middle and (decision := _decision_segment(middle[0])):
+        middle.pop(0)
+        options["budget_mode"] = DECISIONS
+        options["max_policy_calls"], options["replan_interval"] = decision
+    else:
+        options["budget_mode"] = HORIZON
+    if middle and middle[0] == FEEDBACK_SEGMENT and not fam.feedback_always_on:
+        middle.pop(0)
+        options["action_rejection_feedback"] = True
+    if middle and middle[0] == AGENT_METHOD_SEGMENT:
+        middle.pop(0)
+        options["interaction_mode"] = AGENT_METHOD
+    if middle:
+        raise MalformedIdentity(f"identity {protocol_id!r} has unexpected segment(s): {'/'.join(middle)}")
+    config = configure(fam.benchmark, **options)
+    if config.protocol_id != protocol_id:  # e.g. a segment out of its place
+        raise MalformedIdentity(f"identity {protocol_id!r} is not canonical; expected {config.protocol_id!r}")
+    return config
+

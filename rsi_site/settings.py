@@ -1,0 +1,106 @@
+"""RSI settings, read from environment variables with safe local defaults.
+
+RSI_SECRET_KEY     secret key; by default one is generated once into .rsi/secret_key
+RSI_DEBUG          "1" for Django's debug mode (default off)
+RSI_ALLOWED_HOSTS  comma-separated host names (default 127.0.0.1,localhost)
+DATABASE_URL       e.g. postgres://user:pass@host:5432/rsi (default SQLite in db.sqlite3)
+REDIS_URL          e.g. redis://127.0.0.1:6379/0 for the Redis channel layer (default in-memory)
+RSI_MEDIA_ROOT     where episode artifacts are stored (default media/)
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _secret_key() -> str:
+    if key := os.environ.get("RSI_SECRET_KEY"):
+        return key
+    path = BASE_DIR / ".rsi" / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = os.environ.get("RSI_DEBUG", "0") == "1"
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("RSI_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "evaluator",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "rsi_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "rsi_site.asgi.application"
+
+DATABASES = {
+    "default": dj_database_url.config(
+        env="DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=0
+    )
+}
+
+if redis_url := os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(os.environ.get("RSI_MEDIA_ROOT", BASE_DIR / "media"))
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "admin:login"

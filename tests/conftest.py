@@ -1,0 +1,48 @@
+import pytest
+
+from evaluator.catalog_sync import sync_all_catalogs
+from evaluator.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
+from evaluator.protocol.budgets import resolve_budget
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.identity import configure
+
+
+@pytest.fixture
+def catalogs(db):
+    return {b.name: b for b in sync_all_catalogs()}
+
+
+@pytest.fixture
+def make_attempt(catalogs):
+    """A pending attempt of a one-cell SimplerEnv campaign."""
+
+    def make(task_name="widowx_spoon_on_towel", seed=7, **fields):
+        config = configure("simpler_env")
+        identity, _ = ProtocolIdentity.objects.get_or_create(
+            protocol_id=config.protocol_id, defaults={"benchmark": "simpler_env", "configuration": config.as_dict()}
+        )
+        policy, _ = Policy.objects.get_or_create(
+            name="noop", defaults={"kind": Policy.Kind.SCRIPTED_HARNESS_CHECK, "spec": "builtin:noop"}
+        )
+        campaign = Campaign.objects.create(
+            name="test campaign",
+            benchmark=catalogs["simpler_env"],
+            task_names=[task_name],
+            seed=seed,
+            policy=policy,
+            protocol=identity,
+            protocol_config=config.as_dict(),
+            provenance=load_catalog("simpler_env").provenance,
+        )
+        task = Task.objects.get(benchmark__name="simpler_env", name=task_name)
+        return Attempt.objects.create(
+            campaign=campaign,
+            task=task,
+            cell_index=0,
+            seed=seed,
+            policy_identity=policy.identity,
+            budget=resolve_budget(config, task.native_horizon).as_dict(),
+            **fields,
+        )
+
+    return make

@@ -1,0 +1,143 @@
+"""Campaigns and attempts as evidence: "never overwrite a record"; "Keep a failed attempt and any
+subsequent separately authorized evaluation as distinct records; never report only the best outcome
+or replace the original record." (simpler_env_protocol.md)."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+
+from evaluator.models import Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
+
+
+def _finish(attempt, **fields):
+    for key, value in {"status": Attempt.Status.FINISHED, "outcome": "task_failure", "success": False, **fields}.items():
+        setattr(attempt, key, value)
+    attempt.save()
+    return attempt
+
+
+def _decision(attempt, index=1):
+    return Decision.objects.create(
+        attempt=attempt, index=index, kind=Decision.Kind.ACTIONS, observation_step=0, instruction="i", response={}
+    )
+
+
+def test_a_running_attempt_can_be_updated_until_it_finishes(make_attempt):
+    attempt = make_attempt()
+    attempt.status = Attempt.Status.RUNNING
+    attempt.policy_calls = 3
+    attempt.save()
+    _finish(attempt, environment_steps=15)
+    assert Attempt.objects.get(pk=attempt.pk).environment_steps == 15
+
+
+def test_a_finished_attempt_refuses_changes_through_the_model(make_attempt):
+    attempt = _finish(make_attempt())
+    attempt.success = True
+    with pytest.raises(RecordImmutable, match="finished"):
+        attempt.save()
+    assert Attempt.objects.get(pk=attempt.pk).success is False
+
+
+def test_a_finished_attempt_refuses_changes_below_the_model(make_attempt):
+    # Queryset updates bypass Model.save(); the database trigger still refuses them.
+    attempt = _finish(make_attempt())
+    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(success=True, outcome="success")
+    assert Attempt.objects.get(pk=attempt.pk).outcome == "task_failure"
+
+
+def test_a_finished_attempt_cannot_be_reopened(make_attempt):
+    attempt = _finish(make_attempt())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(status=Attempt.Status.RUNNING)
+    assert Attempt.objects.get(pk=attempt.pk).status == Attempt.Status.FINISHED
+
+
+def test_a_finished_attempt_cannot_be_deleted(make_attempt):
+    attempt = _finish(make_attempt())
+    with pytest.raises(RecordImmutable):
+        attempt.delete()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).delete()
+    assert Attempt.objects.filter(pk=attempt.pk).exists()
+
+
+def test_records_cannot_be_added_to_a_finished_attempt(make_attempt):
+    attempt = make_attempt()
+    decision = _decision(attempt)
+    _finish(attempt)
+    with pytest.raises(RecordImmutable):
+        _decision(attempt, index=2)
+    step = Step(
+        attempt=attempt, index=1, decision=decision, action=[0.0] * 7,
+        native_success=False, terminated=False, truncated=False, instruction="i",
+    )
+    with pytest.raises(RecordImmutable):
+        step.save()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Step.objects.bulk_create([step])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Decision.objects.filter(pk=decision.pk).update(executed=99)
+    assert attempt.steps.count() == 0 and Decision.objects.get(pk=decision.pk).executed == 0
+
+
+def test_records_are_written_once(make_attempt):
+    decision = _decision(make_attempt())
+    decision.executed = 5
+    with pytest.raises(RecordImmutable, match="written once"):
+        decision.save()
+
+
+def test_an_intervention_needs_an_unfinished_attempt(make_attempt):
+    attempt = make_attempt()
+    user = get_user_model().objects.create_user("watcher")
+    Intervention.objects.create(attempt=attempt, user=user, kind=Intervention.Kind.PAUSE, step_index=0)
+    _finish(attempt, autonomous=False)
+    with pytest.raises(RecordImmutable):
+        Intervention.objects.create(attempt=attempt, user=user, kind=Intervention.Kind.ANNOTATE, step_index=0)
+
+
+def test_a_rerun_is_a_new_record_linked_to_the_original(make_attempt):
+    original = _finish(make_attempt(), outcome="infrastructure_error", error_type="render")
+    rerun = Attempt.objects.create(
+        campaign=original.campaign, task=original.task, cell_index=original.cell_index, seed=original.seed,
+        rerun_of=original, policy_identity=original.policy_identity, budget=original.budget,
+    )
+    assert list(original.reruns.all()) == [rerun]
+    assert Attempt.objects.get(pk=original.pk).error_type == "render"
+
+
+def test_a_cell_has_only_one_original_attempt(make_attempt):
+    original = make_attempt()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.create(
+            campaign=original.campaign, task=original.task, cell_index=0, seed=original.seed,
+            policy_identity=original.policy_identity, budget=original.budget,
+        )
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_seeds_outside_uint32_are_refused_by_the_database(make_attempt, seed):
+    # Upstream: "Seeds must be in [0, 2³²)."
+    with pytest.raises(IntegrityError), transaction.atomic():
+        make_attempt(seed=seed)
+
+
+def test_a_campaign_plan_is_frozen(make_attempt):
+    campaign = make_attempt().campaign
+    campaign.seed = 8
+    with pytest.raises(RecordImmutable, match="seed"):
+        campaign.save()
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    campaign.name = "renamed"
+    campaign.save()
+    assert Campaign.objects.get(pk=campaign.pk).name == "renamed"
+
+
+def test_the_same_declared_policy_settings_give_the_same_identity(db):
+    a = Policy.objects.create(name="a", kind=Policy.Kind.FIXED_PROGRAM, spec="http://h/act", settings={"t": 1})
+    b = Policy.objects.create(name="b", kind=Policy.Kind.FIXED_PROGRAM, spec="http://h/act", settings={"t": 1})
+    c = Policy.objects.create(name="c", kind=Policy.Kind.FIXED_PROGRAM, spec="http://h/act", settings={"t": 2})
+    assert a.identity == b.identity != c.identity
+    assert len(a.identity) == 64

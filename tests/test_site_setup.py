@@ -1,0 +1,121 @@
+"""The site's set-up commands, home page and admin (issue "Foundation": the run command migrates,
+loads the catalogs, makes a first admin account and serves a home page and the admin)."""
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.urls import reverse
+
+from evaluator import models
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_loading_catalogs_twice_keeps_one_row_per_task(catalogs):
+    call_command("load_catalogs", stdout=io.StringIO())
+    assert models.Task.objects.filter(benchmark__name="simpler_env").count() == 15
+    assert models.Task.objects.filter(benchmark__name="simple_humanoid").count() == 12
+    spoon = models.Task.objects.get(name="widowx_spoon_on_towel")
+    assert (spoon.native_horizon, spoon.camera, spoon.rgb_shape) == (60, "3rd_view_camera", [480, 640, 3])
+    assert len(models.Benchmark.objects.get(name="simpler_env").catalog_sha256) == 64
+
+
+def test_ensure_admin_generates_a_password_once(db, monkeypatch):
+    monkeypatch.delenv("RSI_ADMIN_PASSWORD", raising=False)
+    monkeypatch.setenv("RSI_ADMIN_USERNAME", "root")
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    password = out.getvalue().split("with password ")[1].split()[0]
+    assert get_user_model().objects.get(username="root").check_password(password)
+    again = io.StringIO()
+    call_command("ensure_admin", stdout=again)
+    assert "exists already" in again.getvalue()
+    assert get_user_model().objects.filter(is_superuser=True).count() == 1
+
+
+def test_ensure_admin_takes_credentials_from_the_environment(db, monkeypatch):
+    monkeypatch.setenv("RSI_ADMIN_USERNAME", "ops")
+    monkeypatch.setenv("RSI_ADMIN_PASSWORD", "a-long-test-password")
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    assert "a-long-test-password" not in out.getvalue()
+    assert get_user_model().objects.get(username="ops").check_password("a-long-test-password")
+
+
+def test_the_home_page_lists_benchmarks_tasks_and_default_identities(client, catalogs):
+    response = client.get(reverse("evaluator:home"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "simpler-prepackaged-development/rgb/v1" in page
+    assert "simple-humanoid-development/rgb-qpos31/decision-200-prefix-5/v2" in page
+    assert "google_robot_place_apple_in_closed_top_drawer" in page and "G1WholebodyBendPickMP-v0" in page
+
+
+@pytest.mark.parametrize(
+    "model",
+    [models.ProtocolIdentity, models.Benchmark, models.Task, models.Policy, models.Campaign, models.Attempt,
+     models.Decision, models.Step, models.Intervention, models.Artifact],
+)
+def test_the_admin_shows_every_model(admin_client, make_attempt, model):
+    make_attempt()
+    url = reverse(f"admin:evaluator_{model._meta.model_name}_changelist")
+    assert admin_client.get(url).status_code == 200
+
+
+def test_the_admin_shows_a_finished_attempt_read_only(admin_client, make_attempt):
+    attempt = make_attempt()
+    attempt.status = models.Attempt.Status.FINISHED
+    attempt.save()
+    url = reverse("admin:evaluator_attempt_change", args=[attempt.pk])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b'name="_save"' not in response.content
+    assert admin_client.post(url, {"status": "running"}).status_code == 403
+    assert models.Attempt.objects.get(pk=attempt.pk).status == "finished"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_daphne_serves_the_home_page_the_admin_and_static_files(tmp_path):
+    # The README's run command serves the site with daphne; this runs the same server on a spare port.
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "RSI_SECRET_KEY": "test"}
+    for command in (["migrate", "--noinput"], ["load_catalogs"]):
+        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True)
+    port = _free_port()
+    daphne = Path(sys.executable).with_name("daphne")
+    server = subprocess.Popen(
+        [str(daphne), "-b", "127.0.0.1", "-p", str(port), "rsi_site.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                home = urllib.request.urlopen(base + "/", timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        assert home.status == 200 and b"simpler-prepackaged-development/rgb/v1" in home.read()
+        login = urllib.request.urlopen(base + "/admin/login/", timeout=5)
+        assert login.status == 200 and b"csrfmiddlewaretoken" in login.read()
+        css = urllib.request.urlopen(base + "/static/rsi/rsi.css", timeout=5)
+        assert css.status == 200 and b".topbar" in css.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
