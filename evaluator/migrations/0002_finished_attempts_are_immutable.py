@@ -68,7 +68,7 @@ def _run(direction: int):
         if vendor not in STATEMENTS:
             raise RuntimeError(f"no immutability triggers for database vendor {vendor!r}")
         for statement in STATEMENTS[vendor][direction]:
-            schema_editor.execute(statement)
+            schema_editor.execute(statement, params=None)  # "%" in PL/pgSQL is not a placeholder
 
     return run
 

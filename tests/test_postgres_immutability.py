@@ -1,0 +1,81 @@
+"""The immutability triggers on a real PostgreSQL server (DATABASE_URL switches the site to it):
+a finished attempt and its records cannot be changed below the models there either."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.servers.postgres import postgres_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SETUP = """
+import django; django.setup()
+from evaluator.catalog_sync import sync_all_catalogs
+from evaluator.models import Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
+from evaluator.protocol.identity import configure
+sync_all_catalogs()
+config = configure("simpler_env")
+identity = ProtocolIdentity.objects.create(protocol_id=config.protocol_id, benchmark="simpler_env", configuration=config.as_dict())
+policy = Policy.objects.create(name="noop", kind="scripted_harness_check", spec="builtin:noop")
+task = Task.objects.get(name="widowx_spoon_on_towel")
+campaign = Campaign.objects.create(name="c", benchmark=task.benchmark, task_names=[task.name], seed=1, policy=policy,
+                                   protocol=identity, protocol_config=config.as_dict())
+for index, status in enumerate(["finished", "running"]):
+    attempt = Attempt.objects.create(campaign=campaign, task=task, cell_index=index, seed=1, policy_identity=policy.identity, budget={})
+    Decision.objects.create(attempt=attempt, index=1, kind="actions", observation_step=0, instruction="i", response={})
+    attempt.status = status
+    attempt.outcome = "task_failure" if status == "finished" else ""
+    attempt.save()
+"""
+
+
+@pytest.fixture(scope="module")
+def database():
+    with postgres_server() as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "rsi_site.settings"}
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True)
+        with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
+            yield connection
+
+
+def _ids(connection):
+    rows = connection.execute("SELECT id, status FROM evaluator_attempt ORDER BY cell_index").fetchall()
+    return {status: pk for pk, status in rows}
+
+
+def test_postgres_refuses_to_update_a_finished_attempt(database):
+    finished = _ids(database)["finished"]
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="immutable"):
+        database.execute("UPDATE evaluator_attempt SET outcome = 'success' WHERE id = %s", [finished])
+    assert database.execute("SELECT outcome FROM evaluator_attempt WHERE id = %s", [finished]).fetchone() == ("task_failure",)
+
+
+def test_postgres_refuses_to_delete_a_finished_attempt(database):
+    finished = _ids(database)["finished"]
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+        database.execute("DELETE FROM evaluator_attempt WHERE id = %s", [finished])
+
+
+def test_postgres_refuses_records_of_a_finished_attempt(database):
+    finished = _ids(database)["finished"]
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+        database.execute(
+            "INSERT INTO evaluator_decision (attempt_id, index, kind, actor, observation_step, instruction, response,"
+            " accepted_chunk, executed, created_at) VALUES (%s, 2, 'stop', 'policy', 0, 'i', '{}', '[]', 0, now())",
+            [finished],
+        )
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+        database.execute("UPDATE evaluator_decision SET executed = 9 WHERE attempt_id = %s", [finished])
+
+
+def test_postgres_lets_a_running_attempt_change(database):
+    running = _ids(database)["running"]
+    database.execute("UPDATE evaluator_attempt SET policy_calls = 4 WHERE id = %s", [running])
+    database.execute("UPDATE evaluator_decision SET executed = 2 WHERE attempt_id = %s", [running])
+    assert database.execute("SELECT policy_calls FROM evaluator_attempt WHERE id = %s", [running]).fetchone() == (4,)
