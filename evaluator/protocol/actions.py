@@ -50,6 +50,12 @@ SIMPLER_ENV_ACTION = ActionContract(
     bounds=((-1.0, 1.0),) * 3 + ((-_HALF_PI, _HALF_PI),) * 3 + ((-1.0, 1.0),),
 )
 
+FETCH_ACTION = ActionContract(
+    name="fetch/ee-delta-position-gripper/v1",
+    component_names=("dx", "dy", "dz", "gripper"),
+    bounds=((-1.0, 1.0),) * 4,
+)
+
 SIMPLE_JOINT_SLOTS = (
     tuple(f"left_hand_{j}" for j in ("thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1"))
     + tuple(f"right_hand_{j}" for j in ("thumb_0", "thumb_1", "thumb_2", "index_0", "index_1", "middle_0", "middle_1"))
@@ -81,6 +87,17 @@ def simple_v1_contract(joint_ranges: Sequence[tuple[float, float]]) -> ActionCon
         component_names=SIMPLE_V2_ACTION.component_names,
         bounds=tuple((float(lo), float(hi)) for lo, hi in joint_ranges) + (None,) * len(SIMPLE_COMMAND_SLOTS),
     )
+
+
+def action_contract(benchmark: str, interface_version: int) -> ActionContract:
+    """The contract new runs validate against (SIMPLE v1 needs the run's joint ranges: simple_v1_contract)."""
+    if benchmark == "simpler_env":
+        return SIMPLER_ENV_ACTION
+    if benchmark == "fetch":
+        return FETCH_ACTION
+    if benchmark == "simple_humanoid" and interface_version == 2:
+        return SIMPLE_V2_ACTION
+    raise ValueError(f"no action contract for {benchmark} v{interface_version}")
 
 
 class ViolationKind(enum.Enum):

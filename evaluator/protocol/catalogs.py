@@ -250,7 +250,30 @@ def _build_simple_humanoid(doc: dict) -> dict:
     }
 
 
-BUILDERS = {"simpler_env": _build_simpler_env, "simple_humanoid": _build_simple_humanoid}
+def _build_fetch(doc: dict) -> dict:
+    robot = _require(doc, "robot", dict, "fetch")
+    tasks: dict[str, TaskSpec] = {}
+    for entry in _require(doc, "tasks", list, "fetch"):
+        where = f"task {entry.get('name')!r}"
+        name = _require(entry, "name", str, where)
+        if name in tasks:
+            raise CatalogError(f"duplicate task {name!r}")
+        tasks[name] = TaskSpec(
+            benchmark="fetch",
+            name=name,
+            env_id=_require(entry, "env_id", str, where),
+            native_horizon=_horizon(entry.get("native_horizon"), where),
+            instruction=_require(entry, "instruction", str, where),
+            robot=_require(robot, "name", str, "robot"),
+            camera=_require(robot, "camera", str, "robot"),
+            rgb_shape=_shape(robot.get("rgb_shape"), "robot"),
+            control_hz=_require(robot, "control_hz", (int, float), "robot"),
+            controller=_require(robot, "controller", str, "robot"),
+        )
+    return {"tasks": tasks, "aliases": {}, "groups": {}, "settings": {"success": doc.get("success", "")}}
+
+
+BUILDERS = {"simpler_env": _build_simpler_env, "simple_humanoid": _build_simple_humanoid, "fetch": _build_fetch}
 
 
 def load_catalog_file(path: Path) -> Catalog:

@@ -60,6 +60,8 @@ class Family:
     feedback_always_on: bool = False
     # Scopes other than the default allow only the default sensors and decision mode.
     restricted_scopes: tuple[str, ...] = ()
+    # Whether native `terminated` ends an episode. SimplerEnv's upstream loop ignores it.
+    native_termination_ends: bool = False
 
     @property
     def current_version(self) -> int:
@@ -91,8 +93,30 @@ FAMILIES: dict[str, Family] = {
             agent_method=False,
             feedback_always_on=True,
             restricted_scopes=("released-12",),
+            native_termination_ends=True,  # "Native success/termination ... remain authoritative"
+        ),
+        # The CPU development benchmark: never pooled with SimplerEnv. Its oracle reads
+        # privileged simulator state and therefore runs only under its own sensor track.
+        Family(
+            benchmark="fetch",
+            prefix="fetch-development",
+            sensors=("rgb", "privileged-state"),
+            versions=(1,),
+            horizon_calls=50,
+            horizon_replan=5,
+            horizon_step_cap=1000,
+            decisions=10,
+            decision_replan=5,
         ),
     )
+}
+
+
+# The native arrays each declared sensor track lets a policy see besides the RGB frame.
+SENSOR_ARRAYS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("fetch", "privileged-state"): ("observation", "achieved_goal", "desired_goal"),
+    ("simpler_env", "rgb-qpos"): ("qpos",),
+    ("simple_humanoid", "rgb-qpos31"): ("qpos31",),
 }
 
 
@@ -148,6 +172,10 @@ class ProtocolConfig:
         if horizon is None:
             return None
         return min(horizon, self.runner_step_cap, self.max_policy_calls * self.replan_interval)
+
+    @property
+    def sensor_arrays(self) -> tuple[str, ...]:
+        return SENSOR_ARRAYS.get((self.benchmark, self.sensors), ())
 
     @property
     def is_current_interface(self) -> bool:

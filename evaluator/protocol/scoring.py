@@ -43,6 +43,7 @@ class ErrorType(enum.Enum):
     RENDER = "render"
     NATIVE_RUNTIME = "native_runtime"
     WORKER_LOST = "worker_lost"
+    EVALUATOR = "evaluator"  # a fault of RSI itself: never the policy's
 
     @property
     def outcome(self) -> Outcome:
@@ -54,7 +55,14 @@ class ErrorType(enum.Enum):
 
 
 _INFRASTRUCTURE = frozenset(
-    {ErrorType.INSTALL, ErrorType.RESET, ErrorType.RENDER, ErrorType.NATIVE_RUNTIME, ErrorType.WORKER_LOST}
+    {
+        ErrorType.INSTALL,
+        ErrorType.RESET,
+        ErrorType.RENDER,
+        ErrorType.NATIVE_RUNTIME,
+        ErrorType.WORKER_LOST,
+        ErrorType.EVALUATOR,
+    }
 )
 
 

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.protocol.identity import BUDGET_MODES, FAMILIES, INTERACTION_MODES, configure
+from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 
 
 class Command(BaseCommand):
@@ -15,18 +15,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("benchmark", help=f"one of: {', '.join(sorted(FAMILIES))}")
+        add_protocol_arguments(parser)
         parser.add_argument("--task", help="a task of the benchmark's catalog (fills in native_horizon)")
-        parser.add_argument("--sensors", help="sensor track, e.g. rgb or rgb-qpos (default: the benchmark's first)")
-        parser.add_argument("--interaction-mode", help=" or ".join(INTERACTION_MODES))
-        parser.add_argument("--action-rejection-feedback", action="store_true", help="select the feedback track")
-        parser.add_argument("--budget-mode", help=" or ".join(BUDGET_MODES))
-        parser.add_argument("--horizon-multiplier", type=int, help="1 (native) or 2 (extended horizon)")
-        parser.add_argument("--max-policy-calls", type=int, help="C, or D in decision mode")
-        parser.add_argument("--replan-interval", type=int, help="K: the longest action prefix per decision")
-        parser.add_argument("--runner-step-cap", type=int, help="the runner's own step cap")
-        parser.add_argument("--task-scope", help="SIMPLE: default or released-12")
-        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     def handle(self, *args, **options):
         try:
@@ -42,18 +32,7 @@ class Command(BaseCommand):
 
 
 def resolve(options: dict) -> dict:
-    config = configure(
-        options["benchmark"],
-        sensors=options["sensors"],
-        interaction_mode=options["interaction_mode"],
-        action_rejection_feedback=options["action_rejection_feedback"],
-        budget_mode=options["budget_mode"],
-        horizon_multiplier=options["horizon_multiplier"],
-        max_policy_calls=options["max_policy_calls"],
-        replan_interval=options["replan_interval"],
-        runner_step_cap=options["runner_step_cap"],
-        task_scope=options["task_scope"],
-    )
+    config = config_from_options(options)
     resolved = config.as_dict()
     resolved["task"] = options["task"]
     if options["task"] is not None:

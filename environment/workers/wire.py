@@ -1,0 +1,120 @@
+"""The native worker protocol: framed request/response messages over a subprocess's pipes.
+
+A frame is MAGIC, a 4-byte big-endian header length, a UTF-8 JSON header, then the raw
+bytes of each array the header lists (dtype and shape in the header). Images travel as
+raw bytes, never as JSON lists. This module imports only the standard library and numpy,
+so that a worker can run in the benchmark's own interpreter.
+
+Requests: {"op": "describe" | "reset" | "step" | "close", ...}; replies: {"ok": true, ...}
+or {"ok": false, "error": {"type": "install" | "reset" | "render" | "native_runtime", "message": ...}}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+import traceback
+from typing import Callable
+
+import numpy as np
+
+MAGIC = b"RSI1"
+MAX_HEADER = 1 << 20
+ERROR_TYPES = ("install", "reset", "render", "native_runtime")
+
+
+class ProtocolViolation(Exception):
+    """Bytes that are not a frame of this protocol."""
+
+
+class NativeError(Exception):
+    """A failure the worker reports with its type (one of ERROR_TYPES)."""
+
+    def __init__(self, error_type: str, message: str):
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def encode_frame(header: dict, arrays: dict[str, np.ndarray] | None = None) -> bytes:
+    arrays = arrays or {}
+    blobs = []
+    specs = []
+    for key, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        specs.append({"key": key, "dtype": array.dtype.str, "shape": list(array.shape)})
+        blobs.append(array.tobytes())
+    raw_header = json.dumps({**header, "arrays": specs}, separators=(",", ":")).encode()
+    return MAGIC + struct.pack(">I", len(raw_header)) + raw_header + b"".join(blobs)
+
+
+def read_frame(read_exact: Callable[[int], bytes]) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read one frame; `read_exact(n)` returns exactly n bytes or raises EOFError."""
+    prefix = read_exact(8)
+    if prefix[:4] != MAGIC:
+        raise ProtocolViolation(f"bad frame start {prefix[:4]!r}")
+    (length,) = struct.unpack(">I", prefix[4:])
+    if length > MAX_HEADER:
+        raise ProtocolViolation(f"header of {length} bytes is too long")
+    try:
+        header = json.loads(read_exact(length))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolViolation(f"header is not JSON: {exc}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
+        raise ProtocolViolation("header is not an object with an array list")
+    arrays = {}
+    for spec in header.pop("arrays", []):
+        try:
+            dtype = np.dtype(spec["dtype"])
+            shape = tuple(int(n) for n in spec["shape"])
+            count = int(np.prod(shape, dtype=np.int64))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolViolation(f"bad array spec {spec!r}: {exc}") from None
+        if dtype.hasobject or count < 0:
+            raise ProtocolViolation(f"bad array spec {spec!r}")
+        arrays[spec["key"]] = np.frombuffer(read_exact(count * dtype.itemsize), dtype=dtype).reshape(shape)
+    return header, arrays
+
+
+def _stream_reader(stream) -> Callable[[int], bytes]:
+    def read_exact(n: int) -> bytes:
+        data = stream.read(n)
+        if len(data) != n:
+            raise EOFError("the evaluator closed the pipe")
+        return data
+
+    return read_exact
+
+
+def serve(handlers: dict[str, Callable[[dict, dict], tuple[dict, dict]]], default_errors: dict[str, str]) -> None:
+    """Run a worker: answer each request with its handler until `close` or end of input.
+
+    Native libraries may print to stdout; the protocol keeps a private copy of the stdout
+    descriptor and points descriptor 1 at stderr, so stray prints never corrupt a frame.
+    """
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    read_exact = _stream_reader(sys.stdin.buffer)
+    while True:
+        try:
+            request, arrays = read_frame(read_exact)
+        except EOFError:
+            return
+        op = request.get("op")
+        try:
+            if op not in handlers:
+                raise NativeError("native_runtime", f"unknown request {op!r}")
+            header, out = handlers[op](request, arrays)
+            reply = encode_frame({"ok": True, **header}, out)
+        except NativeError as exc:
+            reply = encode_frame({"ok": False, "error": {"type": exc.error_type, "message": str(exc)}})
+        except Exception as exc:  # a native crash that Python survived: report it, typed by request
+            traceback.print_exc(file=sys.stderr)
+            error_type = default_errors.get(op, "native_runtime")
+            reply = encode_frame({"ok": False, "error": {"type": error_type, "message": f"{type(exc).__name__}: {exc}"}})
+        channel.write(reply)
+        channel.flush()
+        if op == "close":
+            return

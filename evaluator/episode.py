@@ -1,0 +1,301 @@
+"""The decision loop of one episode: the only place where a policy reply meets a native step.
+
+current observation -> one policy call -> chunk or stop -> validation -> execute the
+permitted prefix (at most K actions, never past the maximum executable steps) -> next
+scheduled observation. Stops, failed calls and short chunks each consume a decision; on
+the feedback track a rejected response consumes a call and the next call gets the bounded
+message with the same last acknowledged observation. Nothing is ever retried.
+(simpler_env_protocol.md, "Interaction modes", "Optional rejected-action feedback",
+"Budgets and instruction transitions", "Native scoring and error accounting".)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from evaluator.native import NativeObservation, NativeStep, WorkerFailure
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure
+from evaluator.protocol.actions import ActionContract, validate_response
+from evaluator.protocol.budgets import Budget
+from evaluator.protocol.identity import DECISIONS, ProtocolConfig
+from evaluator.protocol.scoring import (
+    EpisodeScore,
+    ErrorType,
+    StepResult,
+    TerminationReason,
+    error_type_for,
+    score_episode,
+)
+
+RGB_KEY = "rgb"
+
+
+class NativeEnv(Protocol):
+    def reset(self, seed: int, **options) -> NativeObservation: ...
+    def step(self, action: tuple[float, ...]) -> NativeStep: ...
+    def stderr_tail(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    config: ProtocolConfig
+    budget: Budget
+    contract: ActionContract
+    seed: int
+    reset_options: dict
+    sensors: tuple[str, ...]  # worker arrays the declared sensor track lets the policy see
+    native_termination_ends: bool = False
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    index: int  # 1-based native step
+    decision: int
+    action: tuple[float, ...]
+    success: bool
+    terminated: bool
+    truncated: bool
+    instruction: str  # what the native env reports after this step
+    info: dict
+
+
+@dataclass
+class DecisionRecord:  # filled in while its chunk executes, then handed to the sink
+    index: int  # 1-based policy call
+    kind: str  # actions | stop | rejected | failed
+    observation_step: int
+    instruction: str
+    response: Any  # JSON-ready copy of what the policy returned (None when it returned nothing)
+    accepted: list
+    executed: int
+    latency_ms: float | None
+    violation: dict | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+class EpisodeSink(Protocol):
+    """Where the evidence goes, as it happens."""
+
+    def frame(self, step: int, observation: NativeObservation) -> None: ...
+    def message(self, call: int, message: MailboxMessage) -> None: ...
+    def decision(self, record: DecisionRecord) -> None: ...
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    score: EpisodeScore
+    termination: TerminationReason
+    policy_calls: int
+    action_decisions: int
+    rejected_calls: int
+    error_detail: str = ""
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy: arrays as lists, non-finite floats as strings (strict JSON has none)."""
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+class _Episode:
+    def __init__(self, env: NativeEnv, policy: Policy, spec: EpisodeSpec, sink: EpisodeSink, token: str):
+        self.env, self.policy, self.spec, self.sink, self.token = env, policy, spec, sink, token
+        self.calls = self.decisions = self.rejected = 0
+        self.steps: list[StepRecord] = []
+        self.feedback: str | None = None
+        self.error: ErrorType | None = None
+        self.error_detail = ""
+        self.native_ended = False
+
+    @property
+    def budget(self) -> Budget:
+        return self.spec.budget
+
+    def counters(self) -> dict:
+        return {
+            "policy_calls": self.calls,
+            "max_policy_calls": self.budget.max_policy_calls,
+            "environment_steps": len(self.steps),
+            "max_executable_steps": self.budget.max_executable_steps,
+            "action_decisions": self.decisions,
+            "rejected_calls": self.rejected,
+            "replan_interval": self.budget.replan_interval,
+        }
+
+    def budget_stop(self) -> TerminationReason | None:
+        steps = len(self.steps)
+        decision_mode = self.spec.config.budget_mode == DECISIONS
+        if steps >= self.budget.evaluation_horizon and not decision_mode:
+            return TerminationReason.EVALUATION_HORIZON
+        if self.calls >= self.budget.max_policy_calls:
+            return TerminationReason.CALL_BUDGET
+        if steps >= self.budget.runner_step_cap:
+            return TerminationReason.STEP_CAP
+        if steps >= self.budget.max_executable_steps:
+            return TerminationReason.CALL_BUDGET if decision_mode else TerminationReason.EVALUATION_HORIZON
+        return None
+
+    def fail(self, error: ErrorType, detail: str) -> TerminationReason:
+        self.error, self.error_detail = error, detail
+        return TerminationReason.ERROR
+
+    def run(self) -> EpisodeResult:
+        try:
+            observation = self.env.reset(self.spec.seed, **self.spec.reset_options)
+        except WorkerFailure as failure:
+            return self.result(self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail)))
+        self.sink.frame(0, observation)
+        self.policy.start_episode(
+            EpisodeStart(
+                token=self.token,
+                instruction=observation.instruction,
+                action_contract=self.spec.contract.describe(),
+                budgets={
+                    "max_policy_calls": self.budget.max_policy_calls,
+                    "replan_interval": self.budget.replan_interval,
+                    "max_executable_steps": self.budget.max_executable_steps,
+                },
+                sensors=self.spec.sensors,
+            )
+        )
+        try:
+            termination = self.loop(observation)
+        finally:
+            self.policy.end_episode()
+        return self.result(termination)
+
+    def loop(self, observation: NativeObservation) -> TerminationReason:
+        while True:
+            if self.native_ended:
+                return TerminationReason.NATIVE_TERMINATION
+            if stop := self.budget_stop():
+                return stop
+            message = MailboxMessage(
+                token=self.token,
+                instruction=observation.instruction,
+                rgb=observation.rgb,
+                counters=self.counters(),
+                sensors={name: observation.arrays[name] for name in self.spec.sensors},
+                feedback=self.feedback,
+            )
+            self.calls += 1
+            self.sink.message(self.calls, message)
+            record = dict(index=self.calls, observation_step=len(self.steps), instruction=observation.instruction)
+            started = time.perf_counter()
+            try:
+                raw = self.policy.act(message)
+            except PolicyFailure as failure:
+                latency = (time.perf_counter() - started) * 1000
+                self.sink.decision(DecisionRecord(kind="failed", response=None, accepted=[], executed=0,
+                                                  latency_ms=latency, violation={"error": str(failure)}, **record))
+                return self.fail(failure.error_type, str(failure))
+            latency = (time.perf_counter() - started) * 1000
+            permitted = min(self.budget.replan_interval, self.budget.max_executable_steps - len(self.steps))
+            response = validate_response(raw, self.spec.contract, permitted)
+            if response.stop:
+                self.sink.decision(DecisionRecord(kind="stop", response=jsonable(raw), accepted=[], executed=0,
+                                                  latency_ms=latency, **record))
+                return TerminationReason.POLICY_STOP
+            violation = response.violation
+            feedback_track = self.spec.config.action_rejection_feedback
+            if violation is not None and not feedback_track:
+                # Fail fast: an invalid response executes nothing and ends the attempt.
+                self.sink.decision(DecisionRecord(kind="rejected", response=jsonable(raw), accepted=[], executed=0,
+                                                  latency_ms=latency, violation=_violation(violation), **record))
+                return self.fail(error_type_for(violation), violation.message)
+            decision = DecisionRecord(
+                kind="rejected" if violation else "actions",
+                response=jsonable(raw),
+                accepted=[list(a) for a in response.actions],
+                executed=0,
+                latency_ms=latency,
+                violation=_violation(violation) if violation else None,
+                **record,
+            )
+            observation, failure = self.execute(response.actions, observation, decision)
+            self.sink.decision(decision)
+            if decision.executed:
+                self.decisions += 1
+            if failure is not None:
+                return self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail))
+            if violation is not None:
+                # Feedback track: the call is spent; the next call sees the bounded message and
+                # the last acknowledged observation.
+                self.rejected += 1
+                self.feedback = violation.message
+            else:
+                self.feedback = None
+
+    def execute(self, actions, observation, decision: DecisionRecord):
+        for action in actions:
+            try:
+                result = self.env.step(action)
+            except WorkerFailure as failure:
+                return observation, failure
+            observation = result.observation
+            step = StepRecord(
+                index=len(self.steps) + 1,
+                decision=decision.index,
+                action=action,
+                success=result.success,
+                terminated=result.terminated,
+                truncated=result.truncated,
+                instruction=observation.instruction,
+                info=jsonable(dict(result.info)),
+            )
+            self.steps.append(step)
+            decision.steps.append(step)
+            decision.executed += 1
+            self.sink.frame(step.index, observation)
+            if result.terminated and self.spec.native_termination_ends:
+                self.native_ended = True
+                break
+        return observation, None
+
+    def result(self, termination: TerminationReason) -> EpisodeResult:
+        score = score_episode(
+            [StepResult(success=s.success, decision=s.decision) for s in self.steps],
+            native_horizon=self.budget.native_horizon,
+            error=self.error,
+        )
+        return EpisodeResult(
+            score=score,
+            termination=termination,
+            policy_calls=self.calls,
+            action_decisions=self.decisions,
+            rejected_calls=self.rejected,
+            error_detail=self.error_detail,
+        )
+
+
+def _violation(violation) -> dict:
+    return {
+        "kind": violation.kind.value,
+        "message": violation.message,
+        "action_index": violation.action_index,
+        "component": violation.component,
+    }
+
+
+def _with_tail(message: str, tail: str) -> str:
+    return f"{message}\n--- worker stderr (tail) ---\n{tail}" if tail else message
+
+
+def run_episode(env: NativeEnv, policy: Policy, spec: EpisodeSpec, sink: EpisodeSink, token: str) -> EpisodeResult:
+    return _Episode(env, policy, spec, sink, token).run()

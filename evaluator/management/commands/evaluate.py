@@ -1,0 +1,76 @@
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluator.catalog_sync import sync_catalog
+from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
+from evaluator.models import Policy
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.errors import ProtocolError
+from evaluator.services import attempt_record, do_launch_campaign, do_run_attempt, ensure_builtin_policies
+
+
+class ProgressBar:
+    """One line on stderr: executed controls against the maximum, and calls used."""
+
+    def __init__(self, stream, width: int = 30):
+        self.stream, self.width = stream, width
+
+    def __call__(self, counters: dict) -> None:
+        done, total = counters["environment_steps"], counters["max_executable_steps"]
+        filled = int(self.width * done / total) if total else 0
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (self.width - filled)}] steps {done}/{total}"
+            f"  calls {counters['policy_calls'] + 1}/{counters['max_policy_calls']}"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+
+
+class Command(BaseCommand):
+    help = (
+        "Run one evaluation cell headless and store it like any other attempt, then print its record. "
+        "Takes the protocol options of `manage.py protocol`."
+    )
+
+    def add_arguments(self, parser):
+        add_protocol_arguments(parser)
+        parser.add_argument("--task", required=True, help="a task of the benchmark's catalog")
+        parser.add_argument("--policy", required=True, help="a registered policy name, e.g. noop, stop, fetch-oracle")
+        parser.add_argument("--seed", type=int, required=True, help="reset seed in [0, 2**32)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    def handle(self, *args, **options):
+        ensure_builtin_policies()
+        try:
+            config = config_from_options(options)
+            sync_catalog(load_catalog(config.benchmark))
+            policy = Policy.objects.filter(name=options["policy"]).first()
+            if policy is None:
+                known = ", ".join(Policy.objects.values_list("name", flat=True))
+                raise CommandError(f"unknown policy {options['policy']!r}; registered: {known}", returncode=2)
+            campaign = do_launch_campaign(
+                name=f"evaluate {config.benchmark}/{options['task']} seed {options['seed']}",
+                benchmark=config.benchmark,
+                task_names=[options["task"]],
+                seed=options["seed"],
+                policy=policy,
+                config=config,
+            )
+        except ProtocolError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        progress = None if options["no_progress"] else ProgressBar(sys.stderr)
+        attempt = do_run_attempt(campaign.attempts.get(), progress=progress)
+        if progress:
+            progress.close()
+        record = attempt_record(attempt)
+        if options["json"]:
+            self.stdout.write(json.dumps(record, indent=2))
+        else:
+            for key, value in record.items():
+                if key != "artifacts":
+                    self.stdout.write(f"{key:<24} {value}")
+            self.stdout.write(f"{'artifacts':<24} media/attempts/{attempt.pk}/")

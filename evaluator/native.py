@@ -1,0 +1,188 @@
+"""The evaluator's side of the native worker protocol: one subprocess per attempt.
+
+Every request has a timeout. A worker that dies (even by SIGKILL), hangs or answers
+garbage becomes a typed infrastructure error carrying the tail of its stderr; it is
+killed, never restarted, and nothing is retried.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from environment.workers.wire import ProtocolViolation, encode_frame, read_frame
+from evaluator.protocol.scoring import ErrorType
+
+STDERR_LINES = 200
+
+
+class WorkerFailure(Exception):
+    def __init__(self, error_type: ErrorType, message: str, stderr_tail: str = ""):
+        super().__init__(message)
+        self.error_type = error_type
+        self.stderr_tail = stderr_tail
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    benchmark: str
+    python: str
+    script: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeouts: Mapping[str, float] = field(
+        default_factory=lambda: {"describe": 60.0, "reset": 600.0, "step": 60.0, "close": 30.0}
+    )
+
+
+@dataclass(frozen=True)
+class NativeObservation:
+    rgb: np.ndarray
+    instruction: str
+    arrays: Mapping[str, np.ndarray]  # every array the worker sent, privileged ones included
+
+
+@dataclass(frozen=True)
+class NativeStep:
+    observation: NativeObservation
+    success: bool
+    terminated: bool
+    truncated: bool
+    info: Mapping
+    native_steps: int  # the worker's own count of steps it executed
+
+
+# What a failure means depends on the request it interrupted.
+_FAILURE_TYPE = {"describe": ErrorType.INSTALL, "reset": ErrorType.RESET, "step": ErrorType.NATIVE_RUNTIME}
+
+
+class NativeWorker:
+    def __init__(self, spec: WorkerSpec):
+        self.spec = spec
+        self._stderr = collections.deque(maxlen=STDERR_LINES)
+        self._dead = False
+        try:
+            self.process = subprocess.Popen(
+                [spec.python, str(spec.script)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, **spec.env},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise WorkerFailure(ErrorType.INSTALL, f"cannot start {spec.python} {spec.script}: {exc}") from None
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    def _drain_stderr(self) -> None:
+        for line in iter(self.process.stderr.readline, b""):
+            self._stderr.append(line.decode(errors="replace"))
+
+    def _fail(self, op: str, message: str, error_type: ErrorType | None = None) -> WorkerFailure:
+        self.kill()
+        self._stderr_thread.join(timeout=2)
+        return WorkerFailure(error_type or _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME), message, self.stderr_tail())
+
+    def _read_exact(self, deadline: float, op: str):
+        fd = self.process.stdout.fileno()
+
+        def read_exact(n: int) -> bytes:
+            chunks, remaining = [], n
+            while remaining:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
+                    raise TimeoutError
+                chunk = os.read(fd, min(remaining, 1 << 20))
+                if not chunk:
+                    raise EOFError
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            return b"".join(chunks)
+
+        return read_exact
+
+    def request(self, op: str, header: dict | None = None, arrays: dict | None = None) -> tuple[dict, dict]:
+        if self._dead:
+            raise WorkerFailure(ErrorType.WORKER_LOST, "the worker is gone", self.stderr_tail())
+        timeout = self.spec.timeouts[op]
+        try:
+            self.process.stdin.write(encode_frame({"op": op, **(header or {})}, arrays))
+            self.process.stdin.flush()
+            reply, reply_arrays = read_frame(self._read_exact(time.monotonic() + timeout, op))
+        except (BrokenPipeError, EOFError):
+            code = self.process.wait(timeout=5)
+            how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+            raise self._fail(op, f"the worker died during {op} ({how})", ErrorType.WORKER_LOST) from None
+        except TimeoutError:
+            raise self._fail(op, f"the worker did not answer {op} within {timeout:g} s") from None
+        except ProtocolViolation as exc:
+            raise self._fail(op, f"the worker answered {op} with garbage: {exc}") from None
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            try:
+                error_type = ErrorType(error.get("type"))
+            except ValueError:
+                error_type = _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME)
+            raise self._fail(op, f"{op} failed: {error.get('message', 'no message')}", error_type)
+        return reply, reply_arrays
+
+    @staticmethod
+    def _observation(header: dict, arrays: dict) -> NativeObservation:
+        rgb = arrays.get("rgb")
+        if rgb is None or rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise WorkerFailure(ErrorType.RENDER, f"the worker sent no RGB frame ({getattr(rgb, 'shape', None)})")
+        return NativeObservation(rgb=rgb, instruction=str(header.get("instruction", "")), arrays=arrays)
+
+    def describe(self) -> dict:
+        return self.request("describe")[0]
+
+    def reset(self, seed: int, **options) -> NativeObservation:
+        return self._observation(*self.request("reset", {"seed": seed, **options}))
+
+    def step(self, action: tuple[float, ...]) -> NativeStep:
+        header, arrays = self.request("step", arrays={"action": np.asarray(action, dtype=np.float64)})
+        return NativeStep(
+            observation=self._observation(header, arrays),
+            success=bool(header["success"]),
+            terminated=bool(header["terminated"]),
+            truncated=bool(header["truncated"]),
+            info=header.get("info", {}),
+            native_steps=int(header["native_steps"]),
+        )
+
+    def close(self) -> dict:
+        """Ask the worker to close its env; whatever happens, the process is gone afterwards."""
+        try:
+            reply = self.request("close")[0] if not self._dead else {}
+            self.process.wait(timeout=10)
+            return reply
+        except (WorkerFailure, subprocess.TimeoutExpired):
+            return {}
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        self._dead = True
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait(timeout=10)

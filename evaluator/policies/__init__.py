@@ -1,0 +1,1 @@
+"""Policies behind one interface. A policy sees only the sanitized mailbox message."""

@@ -1,0 +1,317 @@
+"""Business actions: `check_*` validates and authorizes, `do_*` changes state.
+
+Launching freezes a campaign's plan and makes pending cells; running a cell is explicit
+and happens once. A failed attempt stays as it is; a re-run is a new attempt.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import subprocess
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.benchmarks import worker_spec
+from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, run_episode
+from evaluator.evidence import EvidenceWriter
+from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Decision, Policy, ProtocolIdentity, Step, Task
+from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
+from evaluator.policies.base import MailboxMessage, new_episode_token
+from evaluator.policies.builtin import BUILTIN_POLICIES
+from evaluator.protocol.actions import action_contract
+from evaluator.protocol.budgets import resolve_budget
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.errors import InvalidCombination, ProtocolError
+from evaluator.protocol.identity import ProtocolConfig, family
+from evaluator.protocol.scoring import ErrorType, TerminationReason, score_episode
+
+BASE_DIR = Path(settings.BASE_DIR)
+# Built-in programs that read privileged state run only under that sensor track.
+PRIVILEGED_POLICIES = {"fetch-oracle": "privileged-state"}
+
+
+class LaunchRefused(ProtocolError):
+    pass
+
+
+def ensure_builtin_policies() -> list[Policy]:
+    return [
+        Policy.objects.get_or_create(name=name, defaults={"kind": kind, "spec": f"builtin:{name}"})[0]
+        for name, (kind, _) in BUILTIN_POLICIES.items()
+    ]
+
+
+def check_launch(benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig) -> list[Task]:
+    if config.benchmark != benchmark:
+        raise LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")
+    if not config.is_current_interface:
+        raise LaunchRefused(f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise LaunchRefused(f"the reset seed must be a whole number in [0, 2**32), got {seed!r}")
+    if not task_names:
+        raise LaunchRefused("select at least one task")
+    catalog = load_catalog(benchmark)
+    for name in task_names:
+        catalog.task_in_scope(config, name)
+    required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
+    if required and config.sensors != required:
+        raise InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}")
+    tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
+    missing = [n for n in task_names if n not in tasks]
+    if missing:
+        raise LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs")
+    return [tasks[n] for n in task_names]
+
+
+@transaction.atomic
+def do_launch_campaign(
+    *, name: str, benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig,
+    mode: str = Campaign.Mode.FAST, user=None,
+) -> Campaign:
+    tasks = check_launch(benchmark, task_names, seed, policy, config)
+    identity, _ = ProtocolIdentity.objects.get_or_create(
+        protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}
+    )
+    catalog = load_catalog(benchmark)
+    campaign = Campaign.objects.create(
+        name=name,
+        benchmark=Benchmark.objects.get(name=benchmark),
+        task_names=list(task_names),
+        seed=seed,
+        policy=policy,
+        protocol=identity,
+        protocol_config=config.as_dict(),
+        mode=mode,
+        provenance=catalog.provenance,
+        created_by=user,
+    )
+    for index, task in enumerate(tasks):
+        Attempt.objects.create(
+            campaign=campaign,
+            task=task,
+            cell_index=index,
+            seed=seed,
+            policy_identity=policy.identity,
+            budget=resolve_budget(config, task.native_horizon).as_dict(),
+        )
+    return campaign
+
+
+def config_of(campaign: Campaign) -> ProtocolConfig:
+    stored = dict(campaign.protocol_config)
+    stored.pop("protocol_id")
+    return ProtocolConfig(**stored)
+
+
+@functools.cache
+def evaluator_revision() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _package_versions(names) -> dict:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def build_policy(record: Policy):
+    name = record.spec.removeprefix("builtin:")
+    if record.spec.startswith("builtin:") and name in BUILTIN_POLICIES:
+        return BUILTIN_POLICIES[name][1]()
+    raise LaunchRefused(f"policy {record.name}: unsupported spec {record.spec!r}")
+
+
+class AttemptRecorder:
+    """The episode sink of a stored attempt: evidence files plus Decision and Step rows."""
+
+    def __init__(self, attempt: Attempt, evidence: EvidenceWriter, progress: Callable[[dict], None] | None):
+        self.attempt, self.evidence, self.progress = attempt, evidence, progress
+
+    def frame(self, step: int, observation: NativeObservation) -> None:
+        self.evidence.frame(step, observation)
+
+    def message(self, call: int, message: MailboxMessage) -> None:
+        self.evidence.message(call, message)
+        if self.progress:
+            self.progress(dict(message.counters))
+
+    def decision(self, record: DecisionRecord) -> None:
+        self.evidence.decision(record)
+        decision = Decision.objects.create(
+            attempt=self.attempt,
+            index=record.index,
+            kind=record.kind,
+            observation_step=record.observation_step,
+            instruction=record.instruction,
+            response=record.response,
+            accepted_chunk=record.accepted,
+            executed=record.executed,
+            violation=record.violation,
+            latency_ms=record.latency_ms,
+        )
+        Step.objects.bulk_create(
+            Step(
+                attempt=self.attempt,
+                decision=decision,
+                index=s.index,
+                action=list(s.action),
+                native_success=s.success,
+                terminated=s.terminated,
+                truncated=s.truncated,
+                instruction=s.instruction,
+                info=s.info,
+            )
+            for s in record.steps
+        )
+
+
+def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = None) -> Attempt:
+    """Run one pending cell to its end. Whatever happens, the attempt finishes with its evidence."""
+    with transaction.atomic():
+        attempt = Attempt.objects.select_for_update().select_related("campaign__policy", "task").get(pk=attempt.pk)
+        if attempt.status != Attempt.Status.PENDING:
+            raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}; only a pending cell can start")
+        attempt.status = Attempt.Status.RUNNING
+        attempt.started_at = timezone.now()
+        attempt.save()
+
+    campaign, task = attempt.campaign, attempt.task
+    config = config_of(campaign)
+    budget = resolve_budget(config, task.native_horizon)
+    evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), f"attempts/{attempt.pk}", fps=task.control_hz)
+    provenance = {
+        "benchmark": campaign.benchmark.name,
+        "task": task.name,
+        "env_id": task.env_id,
+        "controller": task.controller,
+        "seed": attempt.seed,
+        "protocol": config.as_dict(),
+        "budget": budget.as_dict(),
+        "policy": {"name": campaign.policy.name, "kind": campaign.policy.kind, "identity": campaign.policy.identity},
+        "catalog": campaign.provenance,
+        "evaluator_revision": evaluator_revision(),
+        "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
+    }
+    worker = None
+    try:
+        spec = worker_spec(campaign.benchmark.name)
+        provenance["worker"] = {"python": spec.python, "script": spec.script.name, "env": dict(spec.env)}
+        worker = NativeWorker(spec)
+        provenance["worker"]["describe"] = worker.describe()
+        episode = EpisodeSpec(
+            config=config,
+            budget=budget,
+            contract=action_contract(config.benchmark, config.interface_version),
+            seed=attempt.seed,
+            reset_options={
+                "env_id": task.env_id,
+                "instruction": task.instruction,
+                "max_episode_steps": budget.evaluation_horizon,
+            },
+            sensors=config.sensor_arrays,
+            native_termination_ends=family(config.benchmark).native_termination_ends,
+        )
+        result = run_episode(
+            worker, build_policy(campaign.policy), episode, AttemptRecorder(attempt, evidence, progress),
+            new_episode_token(),
+        )
+    except (WorkerFailure, ProtocolError) as failure:
+        error_type = getattr(failure, "error_type", ErrorType.INSTALL)
+        detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")
+        result = _failed_before_control(budget.native_horizon, error_type, detail)
+    except Exception:
+        # A fault of RSI itself: close the attempt as such, keep its evidence, and let it surface.
+        result = _failed_before_control(budget.native_horizon, ErrorType.EVALUATOR, traceback.format_exc())
+        _finish(attempt, result, evidence, provenance)
+        raise
+    finally:
+        if worker is not None:
+            provenance["worker"]["closed"] = worker.close()
+    return _finish(attempt, result, evidence, provenance)
+
+
+def _failed_before_control(native_horizon: int, error_type: ErrorType, detail: str) -> EpisodeResult:
+    return EpisodeResult(
+        score=score_episode([], native_horizon, error=error_type),
+        termination=TerminationReason.ERROR,
+        policy_calls=0,
+        action_decisions=0,
+        rejected_calls=0,
+        error_detail=detail,
+    )
+
+
+def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
+    score = result.score
+    fields = {
+        "outcome": score.outcome.value,
+        "error_type": score.error_type.value if score.error_type else "",
+        "error_detail": result.error_detail,
+        "termination_reason": result.termination.value,
+        "success": score.success,
+        "success_ever": score.success_ever,
+        "policy_calls": result.policy_calls,
+        "action_decisions": result.action_decisions,
+        "rejected_calls": result.rejected_calls,
+        "environment_steps": score.environment_steps,
+        "first_success_step": score.first_success_step,
+        "first_success_decision": score.first_success_decision,
+        "success_at_h": score.success_at_h,
+        "success_at_2h": score.success_at_2h,
+    }
+    attempt.provenance = provenance
+    for artifact in evidence.close(provenance, {"attempt": attempt.pk, **fields}):
+        Artifact.objects.create(attempt=attempt, **asdict(artifact))
+    for key, value in fields.items():
+        setattr(attempt, key, value)
+    attempt.status = Attempt.Status.FINISHED
+    attempt.finished_at = timezone.now()
+    attempt.save()
+    return attempt
+
+
+def attempt_record(attempt: Attempt) -> dict:
+    """The stored record of an attempt, as `manage.py evaluate --json` prints it."""
+    return {
+        "attempt": attempt.pk,
+        "protocol_id": attempt.campaign.protocol.protocol_id,
+        "benchmark": attempt.campaign.benchmark.name,
+        "task": attempt.task.name,
+        "seed": attempt.seed,
+        "policy": attempt.campaign.policy.name,
+        "status": attempt.status,
+        "outcome": attempt.outcome,
+        "error_type": attempt.error_type or None,
+        "success": attempt.success,
+        "success_ever": attempt.success_ever,
+        "environment_steps": attempt.environment_steps,
+        "action_decisions": attempt.action_decisions,
+        "policy_calls": attempt.policy_calls,
+        "rejected_calls": attempt.rejected_calls,
+        "termination_reason": attempt.termination_reason,
+        "first_success_step": attempt.first_success_step,
+        "first_success_decision": attempt.first_success_decision,
+        "success_at_H": attempt.success_at_h,
+        "success_at_2H": attempt.success_at_2h,
+        "autonomous": attempt.autonomous,
+        "budget": attempt.budget,
+        "artifacts": {a.path: a.kind for a in attempt.artifacts.all()},
+    }
