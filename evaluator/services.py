@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import secrets
 import subprocess
 import traceback
 from dataclasses import asdict
@@ -196,7 +197,10 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     campaign, task = attempt.campaign, attempt.task
     config = config_of(campaign)
     budget = resolve_budget(config, task.native_horizon)
-    evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), f"attempts/{attempt.pk}", fps=task.control_hz)
+    # A random suffix: a database reset must never lead a new attempt onto old evidence.
+    evidence = EvidenceWriter(
+        Path(settings.MEDIA_ROOT), f"attempts/{attempt.pk:06d}-{secrets.token_hex(4)}", fps=task.control_hz
+    )
     provenance = {
         "benchmark": campaign.benchmark.name,
         "task": task.name,

@@ -22,5 +22,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "campaigns": Campaign.objects.select_related("benchmark", "policy", "protocol")[:10],
         "attempt_counts": dict(Attempt.objects.values_list("status").annotate(n=Count("id"))),
+        "attempts": Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol")
+        .order_by("-created_at")[:20],
     }
     return render(request, "evaluator/home.html", context)

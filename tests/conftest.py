@@ -46,3 +46,39 @@ def make_attempt(catalogs):
         )
 
     return make
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def run_cell(catalogs, media_root):
+    """Launch a one-cell campaign and run it to its end: a real episode through a real worker."""
+    from evaluator.services import do_launch_campaign, do_run_attempt, ensure_builtin_policies
+
+    ensure_builtin_policies()
+
+    def run(task="pick_and_place", policy="noop", seed=3, benchmark="fetch", **options):
+        config = configure(benchmark, **options)
+        campaign = do_launch_campaign(
+            name="test", benchmark=benchmark, task_names=[task], seed=seed,
+            policy=Policy.objects.get(name=policy), config=config,
+        )
+        return do_run_attempt(campaign.attempts.get())
+
+    return run
+
+
+@pytest.fixture
+def register_policy(db, monkeypatch):
+    """Register a test policy class under a name, as the built-in programs are."""
+    from evaluator.policies import builtin
+
+    def register(name, policy_class, kind="scripted_harness_check"):
+        monkeypatch.setitem(builtin.BUILTIN_POLICIES, name, (kind, policy_class))
+        return Policy.objects.create(name=name, kind=kind, spec=f"builtin:{name}")
+
+    return register

@@ -119,3 +119,18 @@ def test_daphne_serves_the_home_page_the_admin_and_static_files(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_loading_catalogs_makes_the_cpu_benchmark_and_builtin_policies_available(db):
+    out = io.StringIO()
+    call_command("load_catalogs", stdout=out)
+    assert models.Task.objects.filter(benchmark__name="fetch").count() == 4
+    assert set(models.Policy.objects.values_list("name", flat=True)) >= {"noop", "stop", "fetch-oracle"}
+    assert "built-in policies" in out.getvalue()
+
+
+def test_the_home_page_lists_what_ran(client, run_cell):
+    attempt = run_cell(policy="stop")
+    page = client.get(reverse("evaluator:home")).content.decode()
+    assert "fetch/pick_and_place" in page and "policy_stop" in page
+    assert reverse("admin:evaluator_attempt_change", args=[attempt.pk]) in page

@@ -1,5 +1,4 @@
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -12,7 +11,7 @@ from evaluator.services import attempt_record, do_launch_campaign, do_run_attemp
 
 
 class ProgressBar:
-    """One line on stderr: executed controls against the maximum, and calls used."""
+    """One line on the command's stderr: executed controls against the maximum, and calls used."""
 
     def __init__(self, stream, width: int = 30):
         self.stream, self.width = stream, width
@@ -22,12 +21,13 @@ class ProgressBar:
         filled = int(self.width * done / total) if total else 0
         self.stream.write(
             f"\r[{'#' * filled}{'.' * (self.width - filled)}] steps {done}/{total}"
-            f"  calls {counters['policy_calls'] + 1}/{counters['max_policy_calls']}"
+            f"  calls {counters['policy_calls'] + 1}/{counters['max_policy_calls']}",
+            ending="",
         )
         self.stream.flush()
 
     def close(self) -> None:
-        self.stream.write("\n")
+        self.stream.write("")
 
 
 class Command(BaseCommand):
@@ -62,7 +62,7 @@ class Command(BaseCommand):
             )
         except ProtocolError as exc:
             raise CommandError(str(exc), returncode=2) from None
-        progress = None if options["no_progress"] else ProgressBar(sys.stderr)
+        progress = None if options["no_progress"] else ProgressBar(self.stderr)
         attempt = do_run_attempt(campaign.attempts.get(), progress=progress)
         if progress:
             progress.close()
@@ -73,4 +73,5 @@ class Command(BaseCommand):
             for key, value in record.items():
                 if key != "artifacts":
                     self.stdout.write(f"{key:<24} {value}")
-            self.stdout.write(f"{'artifacts':<24} media/attempts/{attempt.pk}/")
+            folder = {path.split("/")[1] for path in record["artifacts"]}
+            self.stdout.write(f"{'artifacts':<24} {', '.join(f'media/attempts/{f}/' for f in sorted(folder))}")
