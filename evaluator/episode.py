@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from evaluator.native import NativeObservation, NativeStep, WorkerFailure
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, Usage
 from evaluator.protocol.actions import ActionContract, validate_response
 from evaluator.protocol.budgets import Budget
 from evaluator.protocol.identity import DECISIONS, ProtocolConfig
@@ -75,6 +75,7 @@ class DecisionRecord:  # filled in while its chunk executes, then handed to the 
     executed: int
     latency_ms: float | None
     violation: dict | None = None
+    usage: dict | None = None  # provider requests, tokens, cost of this call where known
     steps: list[StepRecord] = field(default_factory=list)
 
 
@@ -94,6 +95,7 @@ class EpisodeResult:
     action_decisions: int
     rejected_calls: int
     error_detail: str = ""
+    accounting: dict = field(default_factory=dict)
 
 
 def jsonable(value: Any) -> Any:
@@ -122,6 +124,8 @@ class _Episode:
         self.error: ErrorType | None = None
         self.error_detail = ""
         self.native_ended = False
+        self.latencies: list[float] = []
+        self.usages: list[Usage] = []
 
     @property
     def budget(self) -> Budget:
@@ -198,35 +202,41 @@ class _Episode:
             self.sink.message(self.calls, message)
             record = dict(index=self.calls, observation_step=len(self.steps), instruction=observation.instruction)
             started = time.perf_counter()
+            feedback_track = self.spec.config.action_rejection_feedback
             try:
-                raw = self.policy.act(message)
+                reply = self.policy.act(message)
             except PolicyFailure as failure:
-                latency = (time.perf_counter() - started) * 1000
-                self.sink.decision(DecisionRecord(kind="failed", response=None, accepted=[], executed=0,
-                                                  latency_ms=latency, violation={"error": str(failure)}, **record))
-                return self.fail(failure.error_type, str(failure))
-            latency = (time.perf_counter() - started) * 1000
+                self.usages.append(failure.usage)
+                self.latencies.append((time.perf_counter() - started) * 1000)
+                violation = {"kind": failure.error_type.value, "message": failure.public, "detail": failure.detail}
+                self.sink.decision(DecisionRecord(kind="rejected" if feedback_track else "failed", response=None,
+                                                  accepted=[], executed=0, latency_ms=self.latencies[-1],
+                                                  violation=violation, usage=asdict(failure.usage), **record))
+                if not feedback_track:
+                    return self.fail(failure.error_type, failure.detail)
+                self.reject(failure.public)
+                continue
+            self.latencies.append((time.perf_counter() - started) * 1000)
+            self.usages.append(reply.usage)
+            raw = reply.response
+            common = dict(response=jsonable(raw), latency_ms=self.latencies[-1], usage=asdict(reply.usage), **record)
             permitted = min(self.budget.replan_interval, self.budget.max_executable_steps - len(self.steps))
             response = validate_response(raw, self.spec.contract, permitted)
             if response.stop:
-                self.sink.decision(DecisionRecord(kind="stop", response=jsonable(raw), accepted=[], executed=0,
-                                                  latency_ms=latency, **record))
+                self.sink.decision(DecisionRecord(kind="stop", accepted=[], executed=0, **common))
                 return TerminationReason.POLICY_STOP
             violation = response.violation
-            feedback_track = self.spec.config.action_rejection_feedback
             if violation is not None and not feedback_track:
                 # Fail fast: an invalid response executes nothing and ends the attempt.
-                self.sink.decision(DecisionRecord(kind="rejected", response=jsonable(raw), accepted=[], executed=0,
-                                                  latency_ms=latency, violation=_violation(violation), **record))
+                self.sink.decision(DecisionRecord(kind="rejected", accepted=[], executed=0,
+                                                  violation=_violation(violation), **common))
                 return self.fail(error_type_for(violation), violation.message)
             decision = DecisionRecord(
                 kind="rejected" if violation else "actions",
-                response=jsonable(raw),
                 accepted=[list(a) for a in response.actions],
                 executed=0,
-                latency_ms=latency,
                 violation=_violation(violation) if violation else None,
-                **record,
+                **common,
             )
             observation, failure = self.execute(response.actions, observation, decision)
             self.sink.decision(decision)
@@ -235,12 +245,15 @@ class _Episode:
             if failure is not None:
                 return self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail))
             if violation is not None:
-                # Feedback track: the call is spent; the next call sees the bounded message and
-                # the last acknowledged observation.
-                self.rejected += 1
-                self.feedback = violation.message
+                self.reject(violation.message)
             else:
                 self.feedback = None
+
+    def reject(self, public_message: str) -> None:
+        """Feedback track: the call is spent; the next call sees the bounded message and the
+        last acknowledged observation."""
+        self.rejected += 1
+        self.feedback = public_message
 
     def execute(self, actions, observation, decision: DecisionRecord):
         for action in actions:
@@ -281,7 +294,30 @@ class _Episode:
             action_decisions=self.decisions,
             rejected_calls=self.rejected,
             error_detail=self.error_detail,
+            accounting=account(self.usages, self.latencies),
         )
+
+
+def _total(values: list) -> float | int | None:
+    """A sum that stays unknown (None) when any part of it is unknown."""
+    return None if any(v is None for v in values) else sum(values)
+
+
+def account(usages: list[Usage], latencies: list[float]) -> dict:
+    ordered = sorted(latencies)
+
+    def percentile(p: float) -> float | None:
+        return ordered[min(len(ordered) - 1, math.ceil(p * len(ordered)) - 1)] if ordered else None
+
+    return {
+        "provider_requests": _total([u.provider_requests for u in usages]),
+        "input_tokens": _total([u.input_tokens for u in usages]),
+        "output_tokens": _total([u.output_tokens for u in usages]),
+        "cost_usd": _total([u.cost_usd for u in usages]),
+        "latency_p50_ms": percentile(0.5),
+        "latency_p95_ms": percentile(0.95),
+        "latency_max_ms": ordered[-1] if ordered else None,
+    }
 
 
 def _violation(violation) -> dict:

@@ -188,6 +188,9 @@ class Attempt(models.Model):
     success_at_h = models.BooleanField(null=True)
     success_at_2h = models.BooleanField(null=True)
     autonomous = models.BooleanField(default=True)
+    accounting = models.JSONField(
+        default=dict, help_text="Provider requests, tokens, cost (null when unknown) and call latency percentiles."
+    )
     policy_identity = models.CharField(max_length=64, help_text="The policy identity this attempt ran with.")
     budget = models.JSONField(help_text="The resolved budget: H, evaluation horizon, C, K, runner cap.")
     provenance = models.JSONField(default=dict)

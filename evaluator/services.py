@@ -167,6 +167,8 @@ class AttemptRecorder:
             executed=record.executed,
             violation=record.violation,
             latency_ms=record.latency_ms,
+            provider_requests=(record.usage or {}).get("provider_requests"),
+            usage=record.usage,
         )
         Step.objects.bulk_create(
             Step(
@@ -280,6 +282,7 @@ def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, p
         "first_success_decision": score.first_success_decision,
         "success_at_h": score.success_at_h,
         "success_at_2h": score.success_at_2h,
+        "accounting": result.accounting,
     }
     attempt.provenance = provenance
     for artifact in evidence.close(provenance, {"attempt": attempt.pk, **fields}):
@@ -316,6 +319,7 @@ def attempt_record(attempt: Attempt) -> dict:
         "success_at_H": attempt.success_at_h,
         "success_at_2H": attempt.success_at_2h,
         "autonomous": attempt.autonomous,
+        "accounting": attempt.accounting,
         "budget": attempt.budget,
         "artifacts": {a.path: a.kind for a in attempt.artifacts.all()},
     }

@@ -141,3 +141,13 @@ def test_the_same_declared_policy_settings_give_the_same_identity(db):
     c = Policy.objects.create(name="c", kind=Policy.Kind.FIXED_PROGRAM, spec="http://h/act", settings={"t": 2})
     assert a.identity == b.identity != c.identity
     assert len(a.identity) == 64
+
+
+def test_the_triggers_survive_a_later_migrate(make_attempt):
+    # SQLite rebuilds a table to alter it; the triggers are dropped before and made again after migrate.
+    from django.core.management import call_command
+
+    attempt = _finish(make_attempt())
+    call_command("migrate", verbosity=0)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(success=True)

@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from evaluator.policies.base import PolicyReply
+
 from evaluator.models import Attempt, Decision, Step
 
 
@@ -78,7 +80,7 @@ class NanPolicy:
         pass
 
     def act(self, message):
-        return {"actions": [[0.0, 0.0, math.nan, 0.0]]}
+        return PolicyReply({"actions": [[0.0, 0.0, math.nan, 0.0]]})
 
     def end_episode(self):
         pass
@@ -86,7 +88,7 @@ class NanPolicy:
 
 class FiveNumbers(NanPolicy):
     def act(self, message):
-        return {"actions": [[0.0] * 5]}
+        return PolicyReply({"actions": [[0.0] * 5]})
 
 
 class BadThenNoop(NanPolicy):
@@ -98,8 +100,8 @@ class BadThenNoop(NanPolicy):
     def act(self, message):
         self.calls += 1
         if self.calls == 2:
-            return {"actions": [[0.0] * 4, [0.0] * 4, [0.0] * 5]}
-        return {"actions": [[0.0] * 4] * 5}
+            return PolicyReply({"actions": [[0.0] * 4, [0.0] * 4, [0.0] * 5]})
+        return PolicyReply({"actions": [[0.0] * 4] * 5})
 
 
 def _native_steps(attempt):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.policies.base import PolicyReply
+
 from evaluator import benchmarks, services
 from evaluator.models import Attempt
 from evaluator.native import WorkerSpec
@@ -48,7 +50,7 @@ class SignalWorkerAtCall:
         if self.calls == 3:
             for pid in _fetch_workers():
                 os.kill(pid, self.sig)
-        return {"actions": [[0.0] * self.width] * 5}
+        return PolicyReply({"actions": [[0.0] * self.width] * 5})
 
     def end_episode(self):
         pass

@@ -42,12 +42,36 @@ class MailboxMessage:
     feedback: str | None = None
 
 
-class PolicyFailure(Exception):
-    """A policy call that produced no response: timeout, transport or server failure."""
+@dataclass(frozen=True)
+class Usage:
+    """What one policy call cost, where known. None means unknown, never zero."""
 
-    def __init__(self, error_type: ErrorType, message: str):
-        super().__init__(message)
+    provider_requests: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+NO_PROVIDER = Usage(provider_requests=0, input_tokens=0, output_tokens=0, cost_usd=0.0)
+
+
+@dataclass(frozen=True)
+class PolicyReply:
+    response: Any  # decoded: {"actions": [...]} or {"stop": true}, validated by the loop
+    usage: Usage = Usage()
+
+
+class PolicyFailure(Exception):
+    """A policy call that produced no usable reply: timeout, transport failure, server error,
+    or output that does not decode. `public` is safe to return to the policy on the feedback
+    track; `detail` is evidence for the evaluator only."""
+
+    def __init__(self, error_type: ErrorType, public: str, detail: str = "", usage: Usage = Usage()):
+        super().__init__(public)
         self.error_type = error_type
+        self.public = public
+        self.detail = detail or public
+        self.usage = usage
 
 
 class Policy(ABC):
@@ -55,8 +79,12 @@ class Policy(ABC):
         """Reset all memory: nothing carries over between episodes."""
 
     @abstractmethod
-    def act(self, message: MailboxMessage) -> Any:
-        """One policy call: {"actions": [...]} or {"stop": true}, or raise PolicyFailure."""
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        """One policy call, or PolicyFailure. Never retried by the caller."""
 
     def end_episode(self) -> None:
         pass
+
+    def describe(self) -> dict:
+        """What the transport learned about the policy (e.g. a server's metadata), for provenance."""
+        return {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy
+from evaluator.policies.base import NO_PROVIDER, EpisodeStart, MailboxMessage, Policy, PolicyReply
 
 
 class NoopPolicy(Policy):
@@ -13,15 +13,15 @@ class NoopPolicy(Policy):
     def start_episode(self, start: EpisodeStart) -> None:
         self.chunk = [[0.0] * start.action_contract["dimension"]] * start.budgets["replan_interval"]
 
-    def act(self, message: MailboxMessage) -> dict:
-        return {"actions": self.chunk}
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        return PolicyReply({"actions": self.chunk}, NO_PROVIDER)
 
 
 class StopPolicy(Policy):
     """A scripted harness check: stops at its first call."""
 
-    def act(self, message: MailboxMessage) -> dict:
-        return {"stop": True}
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        return PolicyReply({"stop": True}, NO_PROVIDER)
 
 
 class FetchOracle(Policy):
@@ -40,11 +40,14 @@ class FetchOracle(Policy):
             raise ValueError(f"the Fetch oracle needs the privileged-state sensor track (missing {missing})")
         self.grasped_for = 0
 
-    def _toward(self, current: np.ndarray, target: np.ndarray, gripper: float) -> dict:
+    def _toward(self, current: np.ndarray, target: np.ndarray, gripper: float) -> list:
         delta = np.clip(self.GAIN * (target - current), -1.0, 1.0)
-        return {"actions": [[*map(float, delta), gripper]]}
+        return [*map(float, delta), gripper]
 
-    def act(self, message: MailboxMessage) -> dict:
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        return PolicyReply({"actions": [self._next_action(message)]}, NO_PROVIDER)
+
+    def _next_action(self, message: MailboxMessage) -> list:
         state = message.sensors["observation"]
         goal = message.sensors["desired_goal"]
         grip, cube = state[0:3], state[3:6]
@@ -55,7 +58,7 @@ class FetchOracle(Policy):
             return self._toward(grip, cube, 1.0)  # descend around it
         if self.grasped_for < 4:
             self.grasped_for += 1
-            return {"actions": [[0.0, 0.0, 0.0, -1.0]]}  # close and hold still while closing
+            return [0.0, 0.0, 0.0, -1.0]  # close and hold still while closing
         return self._toward(grip, goal, -1.0)  # carry it to the goal
 
 

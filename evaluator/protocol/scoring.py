@@ -30,6 +30,8 @@ class ErrorType(enum.Enum):
     # Policy errors
     MALFORMED_OUTPUT = "malformed_output"
     POLICY_TIMEOUT = "policy_timeout"
+    POLICY_TRANSPORT = "policy_transport"  # the connection failed or closed
+    POLICY_SERVER_ERROR = "policy_server_error"  # the server answered with an error
     # Contract violations keep their typed category
     NOT_A_VECTOR = "not_a_vector"
     WRONG_LENGTH = "wrong_length"
@@ -47,13 +49,16 @@ class ErrorType(enum.Enum):
 
     @property
     def outcome(self) -> Outcome:
-        if self in (ErrorType.MALFORMED_OUTPUT, ErrorType.POLICY_TIMEOUT):
+        if self in _POLICY:
             return Outcome.POLICY_ERROR
         if self in _INFRASTRUCTURE:
             return Outcome.INFRASTRUCTURE_ERROR
         return Outcome.CONTRACT_VIOLATION
 
 
+_POLICY = frozenset(
+    {ErrorType.MALFORMED_OUTPUT, ErrorType.POLICY_TIMEOUT, ErrorType.POLICY_TRANSPORT, ErrorType.POLICY_SERVER_ERROR}
+)
 _INFRASTRUCTURE = frozenset(
     {
         ErrorType.INSTALL,

@@ -1,14 +1,16 @@
 """Database triggers: a finished attempt and its records cannot be changed or deleted.
 
-The models refuse such writes too; the triggers also stop queryset updates, bulk writes
-and raw SQL, so the rule holds below every view and admin action.
+The models refuse such writes too; the triggers also stop queryset updates, bulk writes and
+raw SQL, so the rule holds below every view and admin action. They are dropped before each
+`migrate` and created again after it: SQLite rebuilds a table to alter it, which would
+otherwise lose the triggers on it and break those that name it.
 """
 
-from django.db import migrations
+from django.db import connections
 
 RECORD_TABLES = ("evaluator_decision", "evaluator_step", "evaluator_intervention", "evaluator_artifact")
 
-SQLITE_FORWARD = [
+SQLITE_CREATE = [
     """CREATE TRIGGER evaluator_attempt_finished_no_update BEFORE UPDATE ON evaluator_attempt
        FOR EACH ROW WHEN OLD.status = 'finished'
        BEGIN SELECT RAISE(ABORT, 'finished attempt is immutable'); END""",
@@ -22,11 +24,11 @@ SQLITE_FORWARD = [
     for table in RECORD_TABLES
     for op, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD"))
 ]
-SQLITE_REVERSE = ["DROP TRIGGER evaluator_attempt_finished_no_update", "DROP TRIGGER evaluator_attempt_finished_no_delete"] + [
-    f"DROP TRIGGER {table}_finished_no_{op}" for table in RECORD_TABLES for op in ("insert", "update", "delete")
+SQLITE_DROP = ["DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_update", "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_delete"] + [
+    f"DROP TRIGGER IF EXISTS {table}_finished_no_{op}" for table in RECORD_TABLES for op in ("insert", "update", "delete")
 ]
 
-POSTGRES_FORWARD = [
+POSTGRES_CREATE = [
     """CREATE FUNCTION evaluator_refuse_finished_attempt() RETURNS trigger AS $$
        BEGIN
          IF OLD.status = 'finished' THEN
@@ -53,27 +55,31 @@ POSTGRES_FORWARD = [
         FOR EACH ROW EXECUTE FUNCTION evaluator_refuse_record_of_finished_attempt()"""
     for table in RECORD_TABLES
 ]
-POSTGRES_REVERSE = [f"DROP TRIGGER {table}_finished_immutable ON {table}" for table in RECORD_TABLES] + [
-    "DROP TRIGGER evaluator_attempt_finished_immutable ON evaluator_attempt",
-    "DROP FUNCTION evaluator_refuse_record_of_finished_attempt()",
-    "DROP FUNCTION evaluator_refuse_finished_attempt()",
+POSTGRES_DROP = [f"DROP TRIGGER IF EXISTS {table}_finished_immutable ON {table}" for table in RECORD_TABLES] + [
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_immutable ON evaluator_attempt",
+    "DROP FUNCTION IF EXISTS evaluator_refuse_record_of_finished_attempt()",
+    "DROP FUNCTION IF EXISTS evaluator_refuse_finished_attempt()",
 ]
 
-STATEMENTS = {"sqlite": (SQLITE_FORWARD, SQLITE_REVERSE), "postgresql": (POSTGRES_FORWARD, POSTGRES_REVERSE)}
+STATEMENTS = {"sqlite": (SQLITE_CREATE, SQLITE_DROP), "postgresql": (POSTGRES_CREATE, POSTGRES_DROP)}
+TABLES = ("evaluator_attempt",) + RECORD_TABLES
 
 
-def _run(direction: int):
-    def run(apps, schema_editor):
-        vendor = schema_editor.connection.vendor
-        if vendor not in STATEMENTS:
-            raise RuntimeError(f"no immutability triggers for database vendor {vendor!r}")
-        for statement in STATEMENTS[vendor][direction]:
-            schema_editor.execute(statement, params=None)  # "%" in PL/pgSQL is not a placeholder
+def _run(using: str, create: bool) -> None:
+    db = connections[using]
+    if db.vendor not in STATEMENTS:
+        raise RuntimeError(f"no immutability triggers for database vendor {db.vendor!r}")
+    if not set(TABLES) <= set(db.introspection.table_names()):
+        return  # nothing to guard yet
+    create_statements, drop_statements = STATEMENTS[db.vendor]
+    with db.cursor() as cursor:
+        for statement in drop_statements + (create_statements if create else []):
+            cursor.execute(statement)  # no parameters: "%" in PL/pgSQL is not a placeholder
 
-    return run
+
+def drop_triggers(sender, using: str = "default", **kwargs) -> None:
+    _run(using, create=False)
 
 
-class Migration(migrations.Migration):
-    dependencies = [("evaluator", "0001_initial")]
-
-    operations = [migrations.RunPython(_run(0), _run(1))]
+def create_triggers(sender, using: str = "default", **kwargs) -> None:
+    _run(using, create=True)
