@@ -27,10 +27,13 @@ STDERR_LINES = 200
 
 
 class WorkerFailure(Exception):
-    def __init__(self, error_type: ErrorType, message: str, stderr_tail: str = ""):
+    CAUSES = ("start", "died", "timeout", "garbage", "reported")
+
+    def __init__(self, error_type: ErrorType, message: str, stderr_tail: str = "", cause: str = "reported"):
         super().__init__(message)
         self.error_type = error_type
         self.stderr_tail = stderr_tail
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,9 @@ class NativeWorker:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise WorkerFailure(ErrorType.INSTALL, f"cannot start {spec.python} {spec.script}: {exc}") from None
+            raise WorkerFailure(
+                ErrorType.INSTALL, f"cannot start {spec.python} {spec.script}: {exc}", cause="start"
+            ) from None
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
 
@@ -95,10 +100,11 @@ class NativeWorker:
         for line in iter(self.process.stderr.readline, b""):
             self._stderr.append(line.decode(errors="replace"))
 
-    def _fail(self, op: str, message: str, error_type: ErrorType | None = None) -> WorkerFailure:
+    def _fail(self, op: str, message: str, cause: str, error_type: ErrorType | None = None) -> WorkerFailure:
         self.kill()
         self._stderr_thread.join(timeout=2)
-        return WorkerFailure(error_type or _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME), message, self.stderr_tail())
+        error_type = error_type or _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME)
+        return WorkerFailure(error_type, message, self.stderr_tail(), cause)
 
     def _read_exact(self, deadline: float, op: str):
         fd = self.process.stdout.fileno()
@@ -120,7 +126,7 @@ class NativeWorker:
 
     def request(self, op: str, header: dict | None = None, arrays: dict | None = None) -> tuple[dict, dict]:
         if self._dead:
-            raise WorkerFailure(ErrorType.WORKER_LOST, "the worker is gone", self.stderr_tail())
+            raise WorkerFailure(ErrorType.WORKER_LOST, "the worker is gone", self.stderr_tail(), cause="died")
         timeout = self.spec.timeouts[op]
         try:
             self.process.stdin.write(encode_frame({"op": op, **(header or {})}, arrays))
@@ -129,18 +135,18 @@ class NativeWorker:
         except (BrokenPipeError, EOFError):
             code = self.process.wait(timeout=5)
             how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-            raise self._fail(op, f"the worker died during {op} ({how})", ErrorType.WORKER_LOST) from None
+            raise self._fail(op, f"the worker died during {op} ({how})", "died", ErrorType.WORKER_LOST) from None
         except TimeoutError:
-            raise self._fail(op, f"the worker did not answer {op} within {timeout:g} s") from None
+            raise self._fail(op, f"the worker did not answer {op} within {timeout:g} s", "timeout") from None
         except ProtocolViolation as exc:
-            raise self._fail(op, f"the worker answered {op} with garbage: {exc}") from None
+            raise self._fail(op, f"the worker answered {op} with garbage: {exc}", "garbage") from None
         if not reply.get("ok"):
             error = reply.get("error") or {}
             try:
                 error_type = ErrorType(error.get("type"))
             except ValueError:
                 error_type = _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME)
-            raise self._fail(op, f"{op} failed: {error.get('message', 'no message')}", error_type)
+            raise self._fail(op, f"{op} failed: {error.get('message', 'no message')}", "reported", error_type)
         return reply, reply_arrays
 
     @staticmethod

@@ -7,6 +7,7 @@ and happens once. A failed attempt stays as it is; a re-run is a new attempt.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import secrets
 import subprocess
@@ -26,6 +27,7 @@ from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Decision, P
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
 from evaluator.policies.base import MailboxMessage, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
+from evaluator.policies.specs import build_policy, default_kind, parse_policy_spec
 from evaluator.protocol.actions import action_contract
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
@@ -64,6 +66,7 @@ def check_launch(benchmark: str, task_names: list[str], seed: int, policy: Polic
     required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
     if required and config.sensors != required:
         raise InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}")
+    build_policy(policy.spec, policy.settings, config)  # refuses settings it cannot use, contacts nothing
     tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
     missing = [n for n in task_names if n not in tasks]
     if missing:
@@ -133,11 +136,17 @@ def _package_versions(names) -> dict:
     return versions
 
 
-def build_policy(record: Policy):
-    name = record.spec.removeprefix("builtin:")
-    if record.spec.startswith("builtin:") and name in BUILTIN_POLICIES:
-        return BUILTIN_POLICIES[name][1]()
-    raise LaunchRefused(f"policy {record.name}: unsupported spec {record.spec!r}")
+def policy_for(name_or_spec: str) -> Policy:
+    """A registered policy by name, or the record of a spec string (made once, then reused)."""
+    existing = Policy.objects.filter(name=name_or_spec).first()
+    if existing is not None:
+        return existing
+    _, _, settings = parse_policy_spec(name_or_spec)
+    policy, _ = Policy.objects.get_or_create(
+        name=name_or_spec[:100] if len(name_or_spec) <= 100 else hashlib.sha256(name_or_spec.encode()).hexdigest(),
+        defaults={"kind": default_kind(name_or_spec), "spec": name_or_spec, "settings": settings},
+    )
+    return policy
 
 
 class AttemptRecorder:
@@ -211,7 +220,13 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         "seed": attempt.seed,
         "protocol": config.as_dict(),
         "budget": budget.as_dict(),
-        "policy": {"name": campaign.policy.name, "kind": campaign.policy.kind, "identity": campaign.policy.identity},
+        "policy": {
+            "name": campaign.policy.name,
+            "kind": campaign.policy.kind,
+            "spec": campaign.policy.spec,
+            "settings": campaign.policy.settings,
+            "identity": campaign.policy.identity,
+        },
         "catalog": campaign.provenance,
         "evaluator_revision": evaluator_revision(),
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
@@ -235,10 +250,11 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
         )
-        result = run_episode(
-            worker, build_policy(campaign.policy), episode, AttemptRecorder(attempt, evidence, progress),
-            new_episode_token(),
-        )
+        policy = build_policy(campaign.policy.spec, campaign.policy.settings, config)
+        try:
+            result = run_episode(worker, policy, episode, AttemptRecorder(attempt, evidence, progress), new_episode_token())
+        finally:
+            provenance["policy"]["transport"] = policy.describe()
     except (WorkerFailure, ProtocolError) as failure:
         error_type = getattr(failure, "error_type", ErrorType.INSTALL)
         detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from evaluator.policies.base import PolicyReply
+from evaluator.policies.base import Policy, PolicyReply
 
 from evaluator.models import Attempt, Decision, Step
 
@@ -75,7 +75,7 @@ def test_a_short_run_leaves_the_unreached_checkpoint_null(run_cell):
     assert attempt.success_at_h is False and attempt.success_at_2h is None
 
 
-class NanPolicy:
+class NanPolicy(Policy):
     def start_episode(self, start):
         pass
 

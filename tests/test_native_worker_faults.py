@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.policies.base import PolicyReply
+from evaluator.policies.base import Policy, PolicyReply
 
 from evaluator import benchmarks, services
 from evaluator.models import Attempt
@@ -36,7 +36,7 @@ def _fetch_workers() -> list[int]:
     return pids
 
 
-class SignalWorkerAtCall:
+class SignalWorkerAtCall(Policy):
     """A noop policy that sends a signal to its episode's worker at the third call."""
 
     sig = signal.SIGKILL

@@ -4,10 +4,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluator.catalog_sync import sync_catalog
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
-from evaluator.models import Policy
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.services import attempt_record, do_launch_campaign, do_run_attempt, ensure_builtin_policies
+from evaluator.services import (
+    attempt_record,
+    do_launch_campaign,
+    do_run_attempt,
+    ensure_builtin_policies,
+    policy_for,
+)
 
 
 class ProgressBar:
@@ -39,7 +44,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         add_protocol_arguments(parser)
         parser.add_argument("--task", required=True, help="a task of the benchmark's catalog")
-        parser.add_argument("--policy", required=True, help="a registered policy name, e.g. noop, stop, fetch-oracle")
+        parser.add_argument(
+            "--policy",
+            required=True,
+            help="a registered policy name (noop, stop, fetch-oracle, ...) or a spec string: http://HOST:PORT/act, "
+            "openpi+ws://HOST:PORT, torchscript:PATH, openai+http://HOST:PORT/v1?model=NAME",
+        )
         parser.add_argument("--seed", type=int, required=True, help="reset seed in [0, 2**32)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -48,10 +58,7 @@ class Command(BaseCommand):
         try:
             config = config_from_options(options)
             sync_catalog(load_catalog(config.benchmark))
-            policy = Policy.objects.filter(name=options["policy"]).first()
-            if policy is None:
-                known = ", ".join(Policy.objects.values_list("name", flat=True))
-                raise CommandError(f"unknown policy {options['policy']!r}; registered: {known}", returncode=2)
+            policy = policy_for(options["policy"])
             campaign = do_launch_campaign(
                 name=f"evaluate {config.benchmark}/{options['task']} seed {options['seed']}",
                 benchmark=config.benchmark,

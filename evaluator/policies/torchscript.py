@@ -1,0 +1,57 @@
+"""Local TorchScript modules, run in a host subprocess (torch is an optional extra)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evaluator.native import NativeWorker, WorkerFailure, WorkerSpec
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
+from evaluator.protocol.scoring import ErrorType
+
+HOST = Path(__file__).resolve().with_name("torch_host.py")
+
+_CAUSES = {
+    "timeout": (ErrorType.POLICY_TIMEOUT, "no reply within the timeout"),
+    "died": (ErrorType.POLICY_TRANSPORT, "the policy process died"),
+    "start": (ErrorType.POLICY_TRANSPORT, "the policy process could not start"),
+    "garbage": (ErrorType.MALFORMED_OUTPUT, "the policy process answered garbage"),
+    "reported": (ErrorType.POLICY_SERVER_ERROR, "the policy module raised an error"),
+}
+
+
+class TorchScriptPolicy(Policy):
+    def __init__(self, path: str, device: str = "cpu", timeout_s: float = 30.0, python: str = sys.executable):
+        self.path, self.device = path, device
+        self.spec = WorkerSpec(
+            benchmark="torchscript", python=python, script=HOST,
+            timeouts={"load": max(timeout_s, 120.0), "act": timeout_s, "close": 10.0},
+        )
+        self.host = None
+        self.loaded = {}
+
+    def _request(self, op: str, header: dict | None = None, arrays: dict | None = None):
+        try:
+            if self.host is None:
+                self.host = NativeWorker(self.spec)
+                self.loaded = self.host.request("load", {"path": self.path, "device": self.device})[0]
+            return self.host.request(op, header, arrays)
+        except WorkerFailure as failure:
+            self.host = None  # a failed host is gone; a later call starts a new one
+            error_type, public = _CAUSES[failure.cause]
+            raise PolicyFailure(error_type, public, f"{failure}\n{failure.stderr_tail}") from None
+
+    def start_episode(self, start: EpisodeStart) -> None:
+        self.end_episode()  # a fresh host process: no memory carries over between episodes
+
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        _, arrays = self._request("act", arrays={"image": message.rgb})
+        return PolicyReply({"actions": arrays["actions"]}, Usage(provider_requests=0))
+
+    def end_episode(self) -> None:
+        if self.host is not None:
+            self.host.close()
+            self.host = None
+
+    def describe(self) -> dict:
+        return {"module_sha256": self.loaded.get("sha256"), "torch": self.loaded.get("torch"), "device": self.device}
