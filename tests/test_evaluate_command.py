@@ -45,3 +45,21 @@ def test_it_refuses_bad_options_and_stores_nothing(db, media_root, args, message
         call_command("evaluate", "fetch", "--task", "reach", "--seed", "5", *args, stdout=io.StringIO())
     assert caught.value.returncode == 2
     assert not Attempt.objects.exists()
+
+
+def test_it_takes_a_policy_spec_string_and_registers_it_once(db, media_root):
+    from evaluator.models import Policy
+    from tests.servers.policies import HttpPolicyServer, always, zero_chunk
+
+    server = HttpPolicyServer(always(zero_chunk()))
+    try:
+        for seed in ("1", "2"):
+            out = io.StringIO()
+            call_command("evaluate", "fetch", "--task", "push", "--policy", server.url, "--seed", seed,
+                         "--budget-mode", "decisions", "--max-policy-calls", "2", "--json", "--no-progress", stdout=out)
+            assert json.loads(out.getvalue())["policy_calls"] == 2
+    finally:
+        server.stop()
+    policy = Policy.objects.get(spec=server.url)
+    assert policy.kind == "fixed_program" and server.count == 4
+    assert set(Attempt.objects.values_list("policy_identity", flat=True)) == {policy.identity}

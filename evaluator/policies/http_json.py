@@ -37,6 +37,10 @@ class HttpJsonPolicy(Policy):
         if self.connection is None:
             factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
             self.connection = factory(self.parsed.hostname, self.parsed.port, timeout=self.timeout_s)
+            self.connection.connect()
+            # Headers and a large body go out in two writes: without this, Nagle's algorithm and
+            # delayed ACKs can hold the body back for tens of milliseconds.
+            self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.connection
 
     def _drop_connection(self) -> None:

@@ -55,7 +55,10 @@ class OpenPiPolicy(Policy):
     def _open(self):
         if self.socket is None:
             try:
-                self.socket = connect(self.uri, compression=None, max_size=None, open_timeout=self.timeout_s)
+                # Held across the calls of one episode, hence not a `with` block.
+                self.socket = connect(
+                    self.uri, compression=None, max_size=None, open_timeout=self.timeout_s, legacy=True
+                )
                 self.metadata = unpack(self.socket.recv(timeout=self.timeout_s))
             except TimeoutError:
                 raise self._fail(ErrorType.POLICY_TIMEOUT, f"no server metadata within {self.timeout_s:g} s") from None

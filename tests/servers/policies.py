@@ -1,0 +1,214 @@
+"""Real policy servers on loopback, scripted per test: an HTTP JSON server, an openpi-style
+WebSocket server and an OpenAI-compatible chat server. The chat server is a faithful double
+of a model provider: it replays scripted completions in the OpenAI response shape, with usage.
+
+A behaviour is a function of (decoded request, call number) that returns one of:
+  {"actions": ...} / {"stop": True}    a normal reply
+  Sleep(seconds)                       answer nothing for that long, then a zero chunk
+  Text("...")                          a text reply instead of the protocol's
+  Close()                              close the connection without answering
+  Status(500)                          an HTTP error (HTTP server only)
+Every server records the raw bytes it receives and counts its requests.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from websockets.sync.server import serve
+
+from evaluator.policies.openpi import pack, unpack
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Close:
+    pass
+
+
+@dataclass(frozen=True)
+class Status:
+    code: int
+
+
+def zero_chunk(width: int = 4, length: int = 5) -> dict:
+    return {"actions": [[0.0] * width] * length}
+
+
+def always(reply):
+    return lambda request, call: reply
+
+
+def first_then(first, then=zero_chunk()):
+    return lambda request, call: first if call == 1 else then
+
+
+class _Recorder:
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+        self.received: list[bytes] = []
+        self.requests: list = []
+        self.lock = threading.Lock()
+
+    def record(self, raw: bytes, decoded) -> tuple[int, object]:
+        with self.lock:
+            self.received.append(raw)
+            self.requests.append(decoded)
+            call = len(self.requests)
+        return call, self.behaviour(decoded, call)
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+
+class _NoDelayHandler(BaseHTTPRequestHandler):
+    """Keep-alive HTTP/1.1 with TCP_NODELAY, as production servers run it."""
+
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args):
+        pass
+
+
+class HttpPolicyServer(_Recorder):
+    """POST /act with the RSI HTTP JSON protocol."""
+
+    def __init__(self, behaviour):
+        super().__init__(behaviour)
+        recorder = self
+
+        class Handler(_NoDelayHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                raw = self.requestline.encode() + b"\r\n" + bytes(self.headers) + body
+                try:
+                    decoded = json.loads(body)
+                except ValueError:
+                    decoded = None
+                _, reply = recorder.record(raw, decoded)
+                if isinstance(reply, Close):
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if isinstance(reply, Sleep):
+                    time.sleep(reply.seconds)
+                    reply = zero_chunk()
+                if isinstance(reply, Status):
+                    self._send(reply.code, b"internal error", "text/plain")
+                elif isinstance(reply, Text):
+                    self._send(200, reply.text.encode(), "text/plain")
+                else:
+                    self._send(200, json.dumps(reply).encode(), "application/json")
+
+            def _send(self, code, data, content_type):
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/act"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class OpenPiServer(_Recorder):
+    """The openpi WebSocket policy-server protocol: metadata first, then one reply per observation."""
+
+    METADATA = {"policy": "scripted test server", "action_horizon": 5}
+
+    def __init__(self, behaviour):
+        super().__init__(behaviour)
+        self.connections = 0
+
+        def handler(websocket):
+            self.connections += 1
+            websocket.send(pack(self.METADATA))
+            for message in websocket:
+                _, reply = self.record(message, unpack(message))
+                if isinstance(reply, Close):
+                    return
+                if isinstance(reply, Sleep):
+                    time.sleep(reply.seconds)
+                    reply = zero_chunk()
+                if isinstance(reply, Text):
+                    websocket.send(reply.text)
+                else:
+                    websocket.send(pack({k: np.asarray(v) for k, v in reply.items()}))
+
+        self.server = serve(handler, "127.0.0.1", 0, compression=None, max_size=None)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.uri = f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}"
+
+    def stop(self):
+        self.server.shutdown()
+
+
+class ChatServer(_Recorder):
+    """An OpenAI-compatible /v1/chat/completions endpoint replaying scripted contents."""
+
+    PROMPT_TOKENS, COMPLETION_TOKENS = 1200, 40
+
+    def __init__(self, behaviour):
+        super().__init__(behaviour)
+        recorder = self
+
+        class Handler(_NoDelayHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                _, content = recorder.record(body, json.loads(body))
+                if isinstance(content, Sleep):
+                    time.sleep(content.seconds)
+                    content = json.dumps(zero_chunk())
+                data = json.dumps({
+                    "id": f"chatcmpl-{recorder.count}",
+                    "object": "chat.completion",
+                    "model": json.loads(body)["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": ChatServer.PROMPT_TOKENS,
+                              "completion_tokens": ChatServer.COMPLETION_TOKENS,
+                              "total_tokens": ChatServer.PROMPT_TOKENS + ChatServer.COMPLETION_TOKENS},
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,226 @@
+"""Policies behind real servers started by the tests: full Fetch episodes through each transport,
+with calls, decisions and executed steps counted on both sides (issue "Policies": Done when)."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from evaluator.models import Decision, Policy
+from evaluator.services import policy_for
+from tests.servers.policies import (
+    ChatServer,
+    Close,
+    HttpPolicyServer,
+    OpenPiServer,
+    Sleep,
+    Status,
+    Text,
+    always,
+    first_then,
+    zero_chunk,
+)
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+
+
+@pytest.fixture
+def servers():
+    started = []
+
+    def start(server):
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def _run(run_cell, spec, **options):
+    policy_for(spec)
+    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
+
+
+def _assert_full_noop_episode(attempt, server):
+    assert (attempt.outcome, attempt.error_type) == ("task_failure", "")
+    assert attempt.environment_steps == attempt.steps.count() == 50
+    assert attempt.policy_calls == attempt.action_decisions == server.count == 10
+    assert list(attempt.decisions.values_list("executed", flat=True)) == [5] * 10
+
+
+def test_an_http_json_server_runs_a_full_episode(run_cell, servers):
+    server = servers(HttpPolicyServer(always(zero_chunk())))
+    attempt = _run(run_cell, server.url)
+    _assert_full_noop_episode(attempt, server)
+    assert attempt.accounting["provider_requests"] is None  # the server did not say: unknown, not zero
+    assert attempt.accounting["latency_p50_ms"] > 0
+
+
+def test_the_http_request_follows_the_published_schema(run_cell, servers):
+    server = servers(HttpPolicyServer(always(zero_chunk())))
+    _run(run_cell, server.url, budget_mode="decisions", max_policy_calls=2)
+    schema = json.loads((SCHEMAS / "policy-http-request.schema.json").read_text())
+    for request in server.requests:
+        jsonschema.validate(request, schema)
+    assert server.requests[0]["image"]["shape"] == [480, 640, 3]
+    response_schema = json.loads((SCHEMAS / "policy-http-response.schema.json").read_text())
+    jsonschema.validate(zero_chunk(), response_schema)
+    jsonschema.validate({"stop": True}, response_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"stop": True, "actions": [[0.0]]}, response_schema)
+
+
+def test_server_reported_usage_is_recorded(run_cell, servers):
+    reply = {**zero_chunk(), "usage": {"provider_requests": 1, "input_tokens": 10, "output_tokens": 2}}
+    server = servers(HttpPolicyServer(always(reply)))
+    attempt = _run(run_cell, server.url)
+    assert attempt.accounting["provider_requests"] == 10
+    assert (attempt.accounting["input_tokens"], attempt.accounting["output_tokens"]) == (100, 20)
+    assert attempt.accounting["cost_usd"] is None
+
+
+def test_an_openpi_server_runs_a_full_episode(run_cell, servers):
+    server = servers(OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)})))
+    attempt = _run(run_cell, f"openpi+{server.uri}")
+    _assert_full_noop_episode(attempt, server)
+    assert server.connections == 1  # one connection per episode, metadata first
+    assert attempt.provenance["policy"]["transport"]["server_metadata"] == OpenPiServer.METADATA
+    first = server.requests[0]
+    assert first["observation/image"].shape == (480, 640, 3) and first["observation/image"].dtype == np.uint8
+    assert first["prompt"] == "pick up the black cube and hold it at the red target"
+
+
+def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tmp_path):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+
+    class Zeros(torch.nn.Module):
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            # Uses the frame, so a wrong input would fail: the mean brightness scaled to nothing.
+            return torch.zeros(5, 4) * image.float().mean()
+
+    path = tmp_path / "zeros.pt"
+    torch.jit.script(Zeros()).save(str(path))
+    attempt = _run(run_cell, f"torchscript:{path}")
+    assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("task_failure", 50, 10)
+    assert attempt.action_decisions == 10
+    assert attempt.accounting["provider_requests"] == 0
+    transport = attempt.provenance["policy"]["transport"]
+    assert transport["torch"].startswith("2.13") and transport["device"] == "cpu"
+
+
+def test_a_torchscript_identity_follows_the_module_bytes(db, tmp_path):
+    path = tmp_path / "m.pt"
+    path.write_bytes(b"first")
+    first = policy_for(f"torchscript:{path}")
+    assert first.settings["module_sha256"]
+    path.write_bytes(b"second")
+    Policy.objects.all().delete()
+    second = policy_for(f"torchscript:{path}")
+    assert first.identity != second.identity
+
+
+ACTION = json.dumps(zero_chunk())
+
+
+def test_single_response_issues_exactly_one_provider_request_per_act(run_cell, servers):
+    server = servers(ChatServer(always("```json\n" + ACTION + "\n```")))
+    attempt = _run(run_cell, f"openai+{server.base_url}?model=test-model", max_policy_calls=10)
+    assert attempt.campaign.policy.kind == "general_purpose_model_method"
+    assert server.count == attempt.policy_calls == 10
+    assert list(attempt.decisions.values_list("provider_requests", flat=True)) == [1] * 10
+    assert attempt.accounting["provider_requests"] == 10
+    assert attempt.accounting["input_tokens"] == 10 * ChatServer.PROMPT_TOKENS
+    assert attempt.accounting["output_tokens"] == 10 * ChatServer.COMPLETION_TOKENS
+    request = server.requests[0]
+    assert request["model"] == "test-model"
+    image = request["messages"][1]["content"][1]["image_url"]["url"]
+    assert image.startswith("data:image/png;base64,")
+
+
+def test_agent_method_runs_its_declared_composition(run_cell, servers):
+    replies = lambda request, call: "The cube is left of the gripper." if call % 2 else ACTION  # noqa: E731
+    server = servers(ChatServer(replies))
+    spec = f"openai+{server.base_url}?model=m&composition=analyze,act&usd_per_1k_input=0.001&usd_per_1k_output=0.002"
+    attempt = _run(run_cell, spec, interaction_mode="agent_method", max_policy_calls=3, budget_mode="decisions")
+    assert attempt.campaign.protocol.protocol_id == "fetch-development/rgb/decision-3-prefix-5/agent-method/v1"
+    assert server.count == 6 and attempt.accounting["provider_requests"] == 6
+    # The act request sees the analysis of the same observation.
+    act_text = server.requests[1]["messages"][1]["content"][0]["text"]
+    assert "The cube is left of the gripper." in act_text
+    assert server.requests[0]["messages"][1]["content"][1] == server.requests[1]["messages"][1]["content"][1]
+    expected_cost = 6 * (ChatServer.PROMPT_TOKENS / 1000 * 0.001 + ChatServer.COMPLETION_TOKENS / 1000 * 0.002)
+    assert attempt.accounting["cost_usd"] == pytest.approx(expected_cost)
+
+
+def test_a_composition_is_refused_under_single_response(run_cell, servers):
+    from evaluator.protocol.errors import ProtocolError
+
+    server = servers(ChatServer(always(ACTION)))
+    with pytest.raises(ProtocolError, match="exactly one request"):
+        _run(run_cell, f"openai+{server.base_url}?model=m&composition=analyze,act")
+    assert server.count == 0
+
+
+def test_a_chat_answer_without_json_is_malformed_output_and_never_repaired(run_cell, servers):
+    server = servers(ChatServer(always("I would move the arm to the left.")))
+    attempt = _run(run_cell, f"openai+{server.base_url}?model=m")
+    assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
+    assert server.count == attempt.policy_calls == 1
+    assert attempt.accounting["provider_requests"] == 1
+
+
+BAD_HTTP = [
+    (Sleep(3.0), "policy_error", "policy_timeout"),
+    ({"actions": [[0.0] * 6]}, "contract_violation", "wrong_length"),
+    (Text("sorry, no JSON"), "policy_error", "malformed_output"),
+    (Close(), "policy_error", "policy_transport"),
+    (Status(500), "policy_error", "policy_server_error"),
+]
+BAD_OPENPI = [
+    (Sleep(3.0), "policy_error", "policy_timeout"),
+    ({"actions": np.zeros((1, 6))}, "contract_violation", "wrong_length"),
+    (Text("Traceback: boom"), "policy_error", "policy_server_error"),
+    (Close(), "policy_error", "policy_transport"),
+]
+
+
+def _spec(kind, server):
+    return f"{server.url}?timeout_s=1" if kind == "http" else f"openpi+{server.uri}?timeout_s=1"
+
+
+def _server(kind, behaviour):
+    return HttpPolicyServer(behaviour) if kind == "http" else OpenPiServer(behaviour)
+
+
+@pytest.mark.parametrize("kind, bad, outcome, error_type",
+                         [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI])
+def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_cell, servers, kind, bad, outcome, error_type):
+    server = servers(_server(kind, first_then(bad)))
+    attempt = _run(run_cell, _spec(kind, server))
+    assert (attempt.outcome, attempt.error_type, attempt.success) == (outcome, error_type, False)
+    assert attempt.policy_calls == server.count == 1  # never retried
+    assert attempt.environment_steps == 0 and attempt.termination_reason == "error"
+
+
+@pytest.mark.parametrize("kind, bad, outcome, error_type",
+                         [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI])
+def test_on_the_feedback_track_a_bad_reply_consumes_one_call(run_cell, servers, kind, bad, outcome, error_type):
+    # "Every rejected response consumes a policy call ... the same last acknowledged observation is reused."
+    server = servers(_server(kind, first_then(bad)))
+    attempt = _run(run_cell, _spec(kind, server), action_rejection_feedback=True, max_policy_calls=3,
+                   budget_mode="decisions")
+    assert (attempt.outcome, attempt.error_type) == ("task_failure", "")
+    assert (attempt.policy_calls, attempt.rejected_calls, attempt.environment_steps) == (3, 1, 10)
+    rejected = attempt.decisions.get(index=1)
+    assert rejected.kind == Decision.Kind.REJECTED and rejected.violation["kind"] == error_type
+    second = attempt.decisions.get(index=2)
+    assert second.observation_step == 0  # the same observation again
+    if kind == "http":
+        first_request, second_request = server.requests[0], server.requests[1]
+        assert first_request["feedback"] is None and second_request["feedback"] == rejected.violation["message"]
+        assert first_request["image"]["data"] == second_request["image"]["data"]
+        assert second_request["counters"]["environment_steps"] == 0
+        assert len(second_request["feedback"]) <= 200
