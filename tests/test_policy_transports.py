@@ -129,7 +129,8 @@ def test_single_response_issues_exactly_one_provider_request_per_act(run_cell, s
     server = servers(ChatServer(always("```json\n" + ACTION + "\n```")))
     attempt = _run(run_cell, f"openai+{server.base_url}?model=test-model", max_policy_calls=10)
     assert attempt.campaign.policy.kind == "general_purpose_model_method"
-    assert server.count == attempt.policy_calls == 10
+    assert server.count == attempt.policy_calls == attempt.action_decisions == 10
+    assert attempt.environment_steps == attempt.steps.count() == 50
     assert list(attempt.decisions.values_list("provider_requests", flat=True)) == [1] * 10
     assert attempt.accounting["provider_requests"] == 10
     assert attempt.accounting["input_tokens"] == 10 * ChatServer.PROMPT_TOKENS
