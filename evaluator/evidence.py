@@ -87,9 +87,7 @@ class EvidenceWriter:
 
     def frame(self, step: int, observation: NativeObservation) -> None:
         number = self.video.add(observation.rgb)
-        self.frame_index.append(
-            {"frame": number, "step": step, "pts": number, "time": float(number / self.video.fps)}
-        )
+        self.frame_index.append({"frame": number, "step": step, "time": float(number / self.video.fps)})
 
     def message(self, call: int, message: MailboxMessage) -> None:
         stem = self.root / "messages" / f"call-{call:04d}"

@@ -140,6 +140,7 @@ class Campaign(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(seed__gte=0, seed__lt=2**32), name="campaign_seed_in_uint32"),
         ]
+        permissions = [("launch_campaign", "Can launch campaigns")]
 
     def __str__(self) -> str:
         return self.name
@@ -157,6 +158,7 @@ class Campaign(models.Model):
 class Attempt(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
+        QUEUED = "queued", "queued"  # started by an operator, waiting for an executor slot
         RUNNING = "running", "running"
         FINISHED = "finished", "finished"
 
@@ -207,6 +209,12 @@ class Attempt(models.Model):
                 name="one_original_attempt_per_cell",
             ),
             models.CheckConstraint(condition=Q(seed__gte=0, seed__lt=2**32), name="attempt_seed_in_uint32"),
+        ]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["outcome"]), models.Index(fields=["created_at"])]
+        permissions = [
+            ("start_attempt", "Can start and re-run attempts"),
+            ("watch_attempt", "Can watch live rollouts"),
+            ("intervene_attempt", "Can intervene in live rollouts"),
         ]
 
     def __str__(self) -> str:
@@ -327,3 +335,8 @@ class Artifact(AttemptRecord):
     class Meta:
         ordering = ["attempt_id", "path"]
         constraints = [models.UniqueConstraint(fields=["attempt", "path"], name="unique_artifact_path")]
+
+    @property
+    def name(self) -> str:
+        """The path inside the attempt's folder, e.g. video.mp4 or messages/call-0001.png."""
+        return self.path.split("/", 2)[2]

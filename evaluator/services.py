@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,11 +30,12 @@ from evaluator.policies.base import MailboxMessage, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.specs import build_policy, default_kind, parse_policy_spec
 from evaluator.protocol.actions import action_contract
+from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
-from evaluator.protocol.scoring import ErrorType, TerminationReason, score_episode
+from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason, score_episode
 
 BASE_DIR = Path(settings.BASE_DIR)
 # Built-in programs that read privileged state run only under that sensor track.
@@ -106,6 +108,74 @@ def do_launch_campaign(
             budget=resolve_budget(config, task.native_horizon).as_dict(),
         )
     return campaign
+
+
+def check_can(user, permission: str) -> None:
+    if not user.has_perm(f"evaluator.{permission}"):
+        raise PermissionDenied(f"{user} may not {permission.replace('_', ' ')}")
+
+
+def check_start(user, attempts: list[Attempt]) -> list[Attempt]:
+    check_can(user, "start_attempt")
+    startable = [a for a in attempts if a.status == Attempt.Status.PENDING]
+    if not startable:
+        raise LaunchRefused("no pending cell to start")
+    return startable
+
+
+def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
+    """Queue pending cells for the executor, once each, after the transaction commits."""
+    from evaluator import executor
+
+    startable = check_start(user, attempts)
+    with transaction.atomic():
+        ids = [a.pk for a in startable]
+        queued = list(
+            Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING).values_list("pk", flat=True)
+        )
+        Attempt.objects.filter(pk__in=queued).update(status=Attempt.Status.QUEUED)
+        for attempt_id in queued:
+            transaction.on_commit(functools.partial(executor.submit, attempt_id))
+    return queued
+
+
+def check_rerun(user, attempt: Attempt) -> None:
+    check_can(user, "start_attempt")
+    if not attempt.is_finished:
+        raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}: only a finished attempt can be re-run")
+
+
+def do_rerun(user, attempt: Attempt) -> Attempt:
+    """A new, separately authorized pending attempt of the same cell; the original stays as it is."""
+    check_rerun(user, attempt)
+    config = config_of(attempt.campaign)
+    return Attempt.objects.create(
+        campaign=attempt.campaign,
+        task=attempt.task,
+        cell_index=attempt.cell_index,
+        seed=attempt.seed,
+        rerun_of=attempt,
+        policy_identity=attempt.campaign.policy.identity,
+        budget=resolve_budget(config, attempt.task.native_horizon).as_dict(),
+    )
+
+
+def campaign_cells(campaign: Campaign) -> list[Attempt]:
+    """The campaign's original attempts, one per planned cell, in plan order."""
+    return list(campaign.attempts.filter(rerun_of__isnull=True).select_related("task").order_by("cell_index"))
+
+
+def campaign_report(cells: list[Attempt]) -> Report:
+    return aggregate(
+        CellResult(a.task.name, Outcome(a.outcome) if a.is_finished else None, a.autonomous) for a in cells
+    )
+
+
+def compare_campaigns(a: list[Attempt], b: list[Attempt]) -> Comparison:
+    def outcomes(cells):
+        return {(c.task.name, c.seed): Outcome(c.outcome) if c.is_finished else None for c in cells}
+
+    return compare(outcomes(a), outcomes(b))
 
 
 def config_of(campaign: Campaign) -> ProtocolConfig:
@@ -199,7 +269,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     """Run one pending cell to its end. Whatever happens, the attempt finishes with its evidence."""
     with transaction.atomic():
         attempt = Attempt.objects.select_for_update().select_related("campaign__policy", "task").get(pk=attempt.pk)
-        if attempt.status != Attempt.Status.PENDING:
+        if attempt.status not in (Attempt.Status.PENDING, Attempt.Status.QUEUED):
             raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}; only a pending cell can start")
         attempt.status = Attempt.Status.RUNNING
         attempt.started_at = timezone.now()

@@ -5,5 +5,19 @@ from evaluator import views
 app_name = "evaluator"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", views.campaigns, name="campaigns"),
+    path("benchmarks/", views.benchmarks, name="benchmarks"),
+    path("campaigns/new/", views.launch, name="launch"),
+    path("campaigns/compare/", views.compare, name="compare"),
+    path("campaigns/<int:campaign_id>/", views.campaign, name="campaign"),
+    path("campaigns/<int:campaign_id>/start/", views.start_campaign, name="start_campaign"),
+    path("campaigns/<int:campaign_id>/export.<str:fmt>", views.export_campaign, name="export_campaign"),
+    path("attempts/", views.attempts, name="attempts"),
+    path("attempts/<int:attempt_id>/", views.review, name="review"),
+    path("attempts/<int:attempt_id>/start/", views.start_attempt, name="start_attempt"),
+    path("attempts/<int:attempt_id>/rerun/", views.rerun_attempt, name="rerun_attempt"),
+    path("attempts/<int:attempt_id>/timeline.json", views.timeline, name="timeline"),
+    path("attempts/<int:attempt_id>/frame/<int:step>.png", views.frame, name="frame"),
+    path("attempts/<int:attempt_id>/thumbnail.png", views.thumbnail, name="thumbnail"),
+    path("attempts/<int:attempt_id>/files/<path:path>", views.artifact, name="artifact"),
 ]

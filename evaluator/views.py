@@ -1,28 +1,364 @@
+"""Pages and endpoints of the dashboard. Every view checks its permission; forms carry CSRF."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
-from evaluator.models import Attempt, Benchmark, Campaign
+from evaluator.forms import LaunchForm
+from evaluator.media import exact_frame_png, ranged_file_response
+from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
+from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
+from evaluator.services import (
+    campaign_cells,
+    campaign_report,
+    check_can,
+    compare_campaigns,
+    do_launch_campaign,
+    do_rerun,
+    do_start_attempts,
+    policy_for,
+)
+
+PAGE_SIZE = 50
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    benchmarks = Benchmark.objects.annotate(
-        task_count=Count("tasks", filter=Q(tasks__in_catalog=True))
-    ).prefetch_related("tasks")
+def _require(request: HttpRequest, permission: str) -> None:
+    check_can(request.user, permission)
+
+
+def _attempt(request: HttpRequest, attempt_id: int) -> Attempt:
+    _require(request, "view_attempt")
+    return get_object_or_404(
+        Attempt.objects.select_related("campaign__policy", "campaign__protocol", "campaign__benchmark", "task"),
+        pk=attempt_id,
+    )
+
+
+@login_required
+def benchmarks(request: HttpRequest) -> HttpResponse:
+    _require(request, "view_campaign")
     rows = [
         {
             "benchmark": b,
             "default_protocol": configure(b.name).protocol_id if b.name in FAMILIES else None,
             "tasks": [t for t in b.tasks.all() if t.in_catalog],
         }
-        for b in benchmarks
+        for b in Benchmark.objects.prefetch_related("tasks")
     ]
-    context = {
-        "rows": rows,
-        "campaigns": Campaign.objects.select_related("benchmark", "policy", "protocol")[:10],
-        "attempt_counts": dict(Attempt.objects.values_list("status").annotate(n=Count("id"))),
-        "attempts": Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol")
-        .order_by("-created_at")[:20],
+    return render(request, "evaluator/benchmarks.html", {"rows": rows})
+
+
+@login_required
+def campaigns(request: HttpRequest) -> HttpResponse:
+    _require(request, "view_campaign")
+    filters = {k: request.GET.get(k, "") for k in ("benchmark", "policy", "protocol")}
+    queryset = Campaign.objects.select_related("benchmark", "policy", "protocol").order_by("-created_at", "-pk").annotate(
+        cells=Count("attempts", filter=Q(attempts__rerun_of__isnull=True)),
+        finished=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="finished")),
+        successes=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__outcome="success",
+                                             attempts__autonomous=True)),
+    )
+    if filters["benchmark"]:
+        queryset = queryset.filter(benchmark__name=filters["benchmark"])
+    if filters["policy"]:
+        queryset = queryset.filter(policy__name=filters["policy"])
+    if filters["protocol"]:
+        queryset = queryset.filter(protocol__protocol_id=filters["protocol"])
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "evaluator/campaigns.html", {
+        "page": page, "filters": filters,
+        "benchmarks": Benchmark.objects.values_list("name", flat=True),
+        "policies": Policy.objects.values_list("name", flat=True),
+        "can_launch": request.user.has_perm("evaluator.launch_campaign"),
+    })
+
+
+@login_required
+def launch(request: HttpRequest) -> HttpResponse:
+    _require(request, "launch_campaign")
+    form = LaunchForm(request.POST or None, initial={"seed": 0, "policy": "noop"})
+    preview = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if "create" in request.POST:
+            try:
+                campaign = do_launch_campaign(
+                    name=data["name"] or f"{data['benchmark']}: {', '.join(data['tasks'])} (seed {data['seed']})",
+                    benchmark=data["benchmark"], task_names=data["tasks"], seed=data["seed"],
+                    policy=policy_for(data["policy"]), config=data["config"], user=request.user,
+                )
+            except ProtocolError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Campaign {campaign.pk} created with {len(data['tasks'])} pending cells.")
+                return redirect("evaluator:campaign", campaign.pk)
+        if form.is_valid():
+            preview = {"config": data["config"], "budgets": data["budgets"]}
+    return render(request, "evaluator/launch.html", {"form": form, "preview": preview})
+
+
+@login_required
+def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    _require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
+    cells = campaign_cells(campaign)
+    reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
+    report = campaign_report(cells)
+    return render(request, "evaluator/campaign.html", {
+        "campaign": campaign,
+        "cells": cells,
+        "reruns": reruns,
+        "report": report,
+        "per_task": list(report.per_task.items()),
+        "active": any(c.status in ("queued", "running") for c in cells + reruns),
+        "finished": sum(1 for c in cells if c.is_finished),
+        "can_start": request.user.has_perm("evaluator.start_attempt"),
+        "pending": [c for c in cells + reruns if c.status == "pending"],
+    })
+
+
+@login_required
+@require_POST
+def start_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    return _start(request, list(campaign.attempts.filter(status="pending")), campaign_id)
+
+
+@login_required
+@require_POST
+def start_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    attempt = get_object_or_404(Attempt, pk=attempt_id)
+    return _start(request, [attempt], attempt.campaign_id)
+
+
+def _start(request: HttpRequest, attempts: list[Attempt], campaign_id: int) -> HttpResponse:
+    try:
+        queued = do_start_attempts(request.user, attempts)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Started {len(queued)} cell(s).")
+    return redirect("evaluator:campaign", campaign_id)
+
+
+@login_required
+@require_POST
+def rerun_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    attempt = get_object_or_404(Attempt.objects.select_related("campaign__policy", "task"), pk=attempt_id)
+    try:
+        rerun = do_rerun(request.user, attempt)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Re-run {rerun.pk} of attempt {attempt.pk} is pending: start it explicitly.")
+    return redirect("evaluator:campaign", attempt.campaign_id)
+
+
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    _require(request, "view_campaign")
+    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=request.GET.get("a") or 0)
+    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=request.GET.get("b") or 0)
+    cells_a, cells_b = campaign_cells(a), campaign_cells(b)
+    by_key_b = {(c.task.name, c.seed): c for c in cells_b}
+    rows = [(c, by_key_b.get((c.task.name, c.seed))) for c in cells_a]
+    return render(request, "evaluator/compare.html", {
+        "a": a, "b": b, "rows": rows, "comparison": compare_campaigns(cells_a, cells_b),
+        "report_a": campaign_report(cells_a), "report_b": campaign_report(cells_b),
+    })
+
+
+SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
+
+
+def _search(request: HttpRequest):
+    params = {k: request.GET.get(k, "").strip() for k in SEARCH_FIELDS}
+    queryset = Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol").order_by(
+        "-created_at", "-pk"
+    )
+    lookups = {
+        "benchmark": "task__benchmark__name", "task": "task__name", "policy": "campaign__policy__name",
+        "protocol": "campaign__protocol__protocol_id", "outcome": "outcome", "error_type": "error_type",
+        "since": "created_at__date__gte", "until": "created_at__date__lte",
     }
-    return render(request, "evaluator/home.html", context)
+    for key, lookup in lookups.items():
+        if params[key]:
+            queryset = queryset.filter(**{lookup: params[key]})
+    if params["autonomous"] in ("yes", "no"):
+        queryset = queryset.filter(autonomous=params["autonomous"] == "yes")
+    campaign_id = request.GET.get("campaign")
+    if campaign_id:
+        queryset = queryset.filter(campaign_id=campaign_id)
+    return params, queryset
+
+
+EXPORT_COLUMNS = (
+    "attempt", "campaign", "benchmark", "task", "protocol_id", "policy", "policy_identity", "seed", "rerun_of",
+    "status", "outcome", "error_type", "success", "success_ever", "environment_steps", "action_decisions",
+    "policy_calls", "rejected_calls", "termination_reason", "first_success_step", "first_success_decision",
+    "success_at_H", "success_at_2H", "autonomous", "created_at", "finished_at",
+)
+
+
+def _export_row(a: Attempt) -> dict:
+    return {
+        "attempt": a.pk, "campaign": a.campaign_id, "benchmark": a.task.benchmark.name, "task": a.task.name,
+        "protocol_id": a.campaign.protocol.protocol_id, "policy": a.campaign.policy.name,
+        "policy_identity": a.policy_identity, "seed": a.seed, "rerun_of": a.rerun_of_id, "status": a.status,
+        "outcome": a.outcome, "error_type": a.error_type, "success": a.success, "success_ever": a.success_ever,
+        "environment_steps": a.environment_steps, "action_decisions": a.action_decisions,
+        "policy_calls": a.policy_calls, "rejected_calls": a.rejected_calls,
+        "termination_reason": a.termination_reason, "first_success_step": a.first_success_step,
+        "first_success_decision": a.first_success_decision, "success_at_H": a.success_at_h,
+        "success_at_2H": a.success_at_2h, "autonomous": a.autonomous,
+        "created_at": a.created_at.isoformat(), "finished_at": a.finished_at.isoformat() if a.finished_at else None,
+    }
+
+
+def _export(queryset, fmt: str, stem: str) -> HttpResponse:
+    rows = [_export_row(a) for a in queryset.iterator(chunk_size=500)]
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    else:
+        response = HttpResponse(json.dumps({"attempts": rows}, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+    return response
+
+
+@login_required
+def attempts(request: HttpRequest) -> HttpResponse:
+    _require(request, "view_attempt")
+    params, queryset = _search(request)
+    fmt = request.GET.get("format")
+    if fmt in ("json", "csv"):
+        return _export(queryset, fmt, "rsi-attempts")
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "evaluator/attempts.html", {
+        "page": page, "params": params, "query": request.GET.urlencode(),
+        "benchmarks": Benchmark.objects.values_list("name", flat=True),
+        "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
+        "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
+    })
+
+
+@login_required
+def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
+    _require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    queryset = Attempt.objects.filter(campaign=campaign).select_related(
+        "task__benchmark", "campaign__policy", "campaign__protocol"
+    ).order_by("cell_index", "created_at")
+    if fmt == "json":
+        report = campaign_report(campaign_cells(campaign)).as_dict()
+        rows = [_export_row(a) for a in queryset]
+        body = {"campaign": campaign.pk, "protocol_id": campaign.protocol.protocol_id,
+                "plan": {"tasks": campaign.task_names, "seed": campaign.seed, "policy": campaign.policy.name,
+                         "protocol_config": campaign.protocol_config, "mode": campaign.mode},
+                "aggregates": report, "attempts": rows}
+        response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="rsi-campaign-{campaign.pk}.json"'
+        return response
+    return _export(queryset, "csv", f"rsi-campaign-{campaign.pk}")
+
+
+@login_required
+def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    attempt = _attempt(request, attempt_id)
+    artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image"))}
+    return render(request, "evaluator/review.html", {
+        "attempt": attempt, "artifacts": artifacts,
+        "messages_count": attempt.artifacts.filter(kind="message").count(),
+        "can_start": request.user.has_perm("evaluator.start_attempt"),
+    })
+
+
+@login_required
+def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
+    attempt = _attempt(request, attempt_id)
+    frames = _frame_index(attempt)
+    return JsonResponse({
+        "attempt": attempt.pk,
+        "status": attempt.status,
+        "fps": frames["fps"] if frames else None,
+        "frames": [f["step"] for f in frames["frames"]] if frames else [],
+        "action_components": _components(attempt),
+        "steps": list(attempt.steps.order_by("index").values(
+            "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction")),
+        "decisions": list(attempt.decisions.order_by("index").values(
+            "index", "kind", "actor", "observation_step", "executed", "latency_ms", "violation", "instruction")),
+        "interventions": [
+            {"kind": i.kind, "step": i.step_index, "user": i.user.username, "note": i.note, "at": i.created_at.isoformat()}
+            for i in attempt.interventions.select_related("user").order_by("created_at")
+        ],
+        "error": {"type": attempt.error_type, "detail": attempt.error_detail[:2000]} if attempt.error_type else None,
+        "outcome": attempt.outcome,
+        "autonomous": attempt.autonomous,
+    })
+
+
+def _components(attempt: Attempt) -> list[str]:
+    from evaluator.protocol.actions import action_contract
+
+    config = attempt.campaign.protocol_config
+    return list(action_contract(config["benchmark"], config["interface_version"]).component_names)
+
+
+def _frame_index(attempt: Attempt) -> dict | None:
+    index = attempt.artifacts.filter(kind="frame_index").first()
+    if index is None:
+        return None
+    return json.loads((Path(settings.MEDIA_ROOT) / index.path).read_text())
+
+
+@login_required
+def frame(request: HttpRequest, attempt_id: int, step: int) -> HttpResponse:
+    """The exact frame of a step (0 = the reset frame), decoded from the stored video."""
+    attempt = _attempt(request, attempt_id)
+    frames = _frame_index(attempt)
+    video = attempt.artifacts.filter(kind="video").first()
+    if frames is None or video is None:
+        raise Http404("this attempt has no video")
+    entry = next((f for f in frames["frames"] if f["step"] == step), None)
+    if entry is None:
+        raise Http404(f"no frame for step {step}")
+    png = exact_frame_png(Path(settings.MEDIA_ROOT) / video.path, entry["frame"], frames["fps"])
+    response = HttpResponse(png, content_type="image/png")
+    response["Cache-Control"] = "private, max-age=86400"  # evidence never changes
+    return response
+
+
+@login_required
+def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    attempt = _attempt(request, attempt_id)
+    first = attempt.artifacts.filter(kind="message_image").order_by("path").first()
+    if first is None:
+        raise Http404("no frame yet")
+    return FileResponse((Path(settings.MEDIA_ROOT) / first.path).open("rb"), content_type="image/png")
+
+
+@login_required
+def artifact(request: HttpRequest, attempt_id: int, path: str) -> HttpResponse:
+    """A stored artifact of the attempt, with HTTP range requests. Only registered artifacts are served."""
+    attempt = _attempt(request, attempt_id)
+    record = get_object_or_404(Artifact, attempt=attempt, path__endswith=f"/{path}")
+    if not record.path.startswith("attempts/"):
+        raise PermissionDenied
+    return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)

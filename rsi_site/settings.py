@@ -78,6 +78,9 @@ DATABASES = {
         env="DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=0
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The executor thread writes while pages read: wait for the lock instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
 
 if redis_url := os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {
@@ -103,4 +106,6 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("RSI_MEDIA_ROOT", BASE_DIR / "media"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "evaluator:campaigns"
+LOGOUT_REDIRECT_URL = "login"

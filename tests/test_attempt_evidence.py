@@ -43,7 +43,7 @@ def test_the_frame_index_maps_every_frame_to_its_step(noop_attempt, media_root):
     index = json.loads((_folder(noop_attempt, media_root) / "frames.json").read_text())
     assert index["gop"] == 25 and index["fps"] == 25.0
     assert [f["step"] for f in index["frames"]] == list(range(31))
-    assert index["frames"][10] == {"frame": 10, "step": 10, "pts": 10, "time": 0.4}
+    assert index["frames"][10] == {"frame": 10, "step": 10, "time": 0.4}
 
 
 def test_the_policy_visible_messages_are_kept_exactly(noop_attempt, media_root):

@@ -2,13 +2,7 @@
 loads the catalogs, makes a first admin account and serves a home page and the admin)."""
 
 import io
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -16,8 +10,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from evaluator import models
+from tests.servers.site import daphne_site
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_loading_catalogs_twice_keeps_one_row_per_task(catalogs):
@@ -51,8 +45,8 @@ def test_ensure_admin_takes_credentials_from_the_environment(db, monkeypatch):
     assert get_user_model().objects.get(username="ops").check_password("a-long-test-password")
 
 
-def test_the_home_page_lists_benchmarks_tasks_and_default_identities(client, catalogs):
-    response = client.get(reverse("evaluator:home"))
+def test_the_benchmarks_page_lists_benchmarks_tasks_and_default_identities(admin_client, catalogs):
+    response = admin_client.get(reverse("evaluator:benchmarks"))
     assert response.status_code == 200
     page = response.content.decode()
     assert "simpler-prepackaged-development/rgb/v1" in page
@@ -83,42 +77,17 @@ def test_the_admin_shows_a_finished_attempt_read_only(admin_client, make_attempt
     assert models.Attempt.objects.get(pk=attempt.pk).status == "finished"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_daphne_serves_the_home_page_the_admin_and_static_files(tmp_path):
+def test_daphne_serves_the_login_page_the_admin_and_static_files(tmp_path):
     # The README's run command serves the site with daphne; this runs the same server on a spare port.
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "RSI_SECRET_KEY": "test"}
-    for command in (["migrate", "--noinput"], ["load_catalogs"]):
-        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True)
-    port = _free_port()
-    daphne = Path(sys.executable).with_name("daphne")
-    server = subprocess.Popen(
-        [str(daphne), "-b", "127.0.0.1", "-p", str(port), "rsi_site.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                home = urllib.request.urlopen(base + "/", timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        assert home.status == 200 and b"simpler-prepackaged-development/rgb/v1" in home.read()
+    with daphne_site(tmp_path) as (base, _):
+        home = urllib.request.urlopen(base + "/", timeout=5)
+        # An anonymous visitor is sent to the login page.
+        assert home.status == 200 and home.url.startswith(base + "/accounts/login/")
+        assert b"Log in" in home.read()
         login = urllib.request.urlopen(base + "/admin/login/", timeout=5)
         assert login.status == 200 and b"csrfmiddlewaretoken" in login.read()
         css = urllib.request.urlopen(base + "/static/rsi/rsi.css", timeout=5)
         assert css.status == 200 and b".topbar" in css.read()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_loading_catalogs_makes_the_cpu_benchmark_and_builtin_policies_available(db):
@@ -129,8 +98,10 @@ def test_loading_catalogs_makes_the_cpu_benchmark_and_builtin_policies_available
     assert "built-in policies" in out.getvalue()
 
 
-def test_the_home_page_lists_what_ran(client, run_cell):
+def test_the_first_pages_list_what_ran(admin_client, run_cell):
     attempt = run_cell(policy="stop")
-    page = client.get(reverse("evaluator:home")).content.decode()
-    assert "fetch/pick_and_place" in page and "policy_stop" in page
-    assert reverse("admin:evaluator_attempt_change", args=[attempt.pk]) in page
+    page = admin_client.get(reverse("evaluator:attempts")).content.decode()
+    assert "fetch/pick_and_place" in page and "task_failure" in page
+    assert reverse("evaluator:review", args=[attempt.pk]) in page
+    campaigns = admin_client.get(reverse("evaluator:campaigns")).content.decode()
+    assert reverse("evaluator:campaign", args=[attempt.campaign_id]) in campaigns

@@ -25,7 +25,8 @@ class StopPolicy(Policy):
 
 
 class FetchOracle(Policy):
-    """A fixed program for Fetch that reads privileged state (gripper, object and goal positions).
+    """A fixed program for Fetch (pick and place, reach) that reads privileged state (gripper, object
+    and goal positions).
 
     It needs the privileged-state sensor track, so its results can never pass for RGB-only ones.
     It answers one action per call so that it closes the loop on every observation.
@@ -50,7 +51,10 @@ class FetchOracle(Policy):
     def _next_action(self, message: MailboxMessage) -> list:
         state = message.sensors["observation"]
         goal = message.sensors["desired_goal"]
-        grip, cube = state[0:3], state[3:6]
+        grip = state[0:3]
+        if len(state) == 10:  # Reach: no object in the observation, only the gripper
+            return self._toward(grip, goal, 1.0)
+        cube = state[3:6]
         above = cube + np.array([0.0, 0.0, 0.06])
         if self.grasped_for == 0 and np.linalg.norm((grip - cube)[:2]) > 0.01:
             return self._toward(grip, above, 1.0)  # open, hover above the cube

@@ -136,3 +136,36 @@ def aggregate(cells: Iterable[CellResult]) -> Report:
         },
         non_autonomous=_aggregate(len(human), human),
     )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two campaigns on the same cells, paired cell by cell (a cell: task and seed)."""
+
+    pairs: int  # cells finished and protocol-completed in both
+    both: int
+    neither: int
+    only_a: int
+    only_b: int
+    unpaired: int  # cells in only one campaign, or not completed in both
+
+    @property
+    def discordant(self) -> int:
+        return self.only_a + self.only_b
+
+
+def compare(a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None]) -> Comparison:
+    """Pair the cells two campaigns share; only protocol-completed outcomes can pair."""
+    counts = Counter()
+    for key in set(a) | set(b):
+        outcome_a, outcome_b = a.get(key), b.get(key)
+        if outcome_a is None or outcome_b is None or not (outcome_a.protocol_completed and outcome_b.protocol_completed):
+            counts["unpaired"] += 1
+            continue
+        success_a, success_b = outcome_a is Outcome.SUCCESS, outcome_b is Outcome.SUCCESS
+        counts[{(True, True): "both", (False, False): "neither", (True, False): "only_a", (False, True): "only_b"}[
+            (success_a, success_b)
+        ]] += 1
+    pairs = counts["both"] + counts["neither"] + counts["only_a"] + counts["only_b"]
+    return Comparison(pairs=pairs, both=counts["both"], neither=counts["neither"], only_a=counts["only_a"],
+                      only_b=counts["only_b"], unpaired=counts["unpaired"])

@@ -1,0 +1,123 @@
+"""Server time of the dashboard with many attempts in the database.
+
+    .venv/bin/python bench/dashboard_load.py [--attempts 10000] [--requests 40]
+
+Builds a throwaway SQLite database with 10 campaigns of N/10 finished cells each, plus one real
+Fetch episode for the exact-frame endpoint, then times requests in-process (Django's test client:
+server time, no network) and prints median and p95 with the number of SQL queries per page.
+"""
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+WORK = Path(tempfile.mkdtemp(prefix="rsi-bench-"))
+os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'db.sqlite3'}"
+os.environ["RSI_MEDIA_ROOT"] = str(WORK / "media")
+os.environ["RSI_ALLOWED_HOSTS"] = "testserver"  # the in-process test client
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from evaluator.models import Attempt, Policy  # noqa: E402
+from evaluator.protocol.identity import configure  # noqa: E402
+from evaluator.services import do_launch_campaign, do_run_attempt  # noqa: E402
+
+OUTCOMES = ["success", "task_failure", "task_failure", "policy_error", "infrastructure_error"]
+
+
+def populate(total: int) -> list[int]:
+    config = configure("fetch")
+    noop = Policy.objects.get(name="noop")
+    campaigns = []
+    for c in range(10):
+        campaign = do_launch_campaign(name=f"bench {c}", benchmark="fetch", task_names=["pick_and_place"], seed=c,
+                                      policy=noop, config=config)
+        template = campaign.attempts.get()
+        rng = random.Random(c)
+        rows = []
+        for i in range(1, total // 10):
+            outcome = rng.choice(OUTCOMES)
+            rows.append(Attempt(
+                campaign=campaign, task=template.task, cell_index=i, seed=c, status="finished", outcome=outcome,
+                error_type={"policy_error": "policy_timeout", "infrastructure_error": "render"}.get(outcome, ""),
+                success=outcome == "success", environment_steps=50, policy_calls=10, autonomous=rng.random() > 0.05,
+                policy_identity=noop.identity, budget=template.budget, termination_reason="evaluation_horizon",
+            ))
+        Attempt.objects.bulk_create(rows, batch_size=1000)
+        campaigns.append(campaign.pk)
+    return campaigns
+
+
+def timed(client: Client, url: str, repeat: int) -> tuple[list[float], int]:
+    client.get(url)  # warm up
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (url, response.status_code)
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    return times, len(captured)
+
+
+def report(name: str, times: list[float], queries: int | None = None) -> None:
+    p95 = statistics.quantiles(times, n=20)[-1]
+    extra = f"  {queries} queries" if queries is not None else ""
+    print(f"{name:<34} median {statistics.median(times):7.1f} ms   p95 {p95:7.1f} ms{extra}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=40)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    call_command("load_catalogs", verbosity=0, stdout=open(os.devnull, "w"))
+    started = time.perf_counter()
+    campaigns = populate(args.attempts)
+    real = do_launch_campaign(name="frames", benchmark="fetch", task_names=["pick_and_place"], seed=3,
+                              policy=Policy.objects.get(name="noop"), config=configure("fetch"))
+    episode = do_run_attempt(real.attempts.get())
+    print(f"database: {Attempt.objects.count()} attempts in {len(campaigns) + 1} campaigns "
+          f"(built in {time.perf_counter() - started:.0f} s)")
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("bench", password="x"))
+    report(f"campaign page ({args.attempts // 10} cells)",
+           *timed(client, reverse("evaluator:campaign", args=[campaigns[0]]), args.requests))
+    report("search page (first 50)", *timed(client, reverse("evaluator:attempts"), args.requests))
+    report("search, outcome=success",
+           *timed(client, reverse("evaluator:attempts") + "?outcome=success&autonomous=yes", args.requests))
+    report("campaign list", *timed(client, reverse("evaluator:campaigns"), args.requests))
+    steps = [random.Random(0).randrange(0, episode.environment_steps + 1) for _ in range(args.requests)]
+    frame_times = []
+    for step in steps:
+        start = time.perf_counter()
+        assert client.get(reverse("evaluator:frame", args=[episode.pk, step])).status_code == 200
+        frame_times.append((time.perf_counter() - start) * 1000)
+    report("exact frame (random steps, 640x480)", frame_times)
+    shutil.rmtree(WORK)
+
+
+if __name__ == "__main__":
+    main()

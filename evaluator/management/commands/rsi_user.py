@@ -1,0 +1,37 @@
+import os
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluator.roles import ROLES
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a user (or add roles to an existing one). Roles: reviewer (read), operator (launch, start, "
+        "re-run), watcher (live view), intervener (may intervene). The password comes from --password, "
+        "RSI_USER_PASSWORD, or is generated and printed once."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("--role", action="append", choices=sorted(ROLES), required=True, help="repeatable")
+        parser.add_argument("--password")
+
+    def handle(self, *args, username, role, password, **options):
+        users = get_user_model()
+        user, created = users.objects.get_or_create(username=username)
+        if created:
+            generated = not (password or os.environ.get("RSI_USER_PASSWORD"))
+            password = password or os.environ.get("RSI_USER_PASSWORD") or secrets.token_urlsafe(12)
+            user.set_password(password)
+            user.save()
+            if generated:
+                self.stdout.write(f"password for {username}: {password} (shown once)")
+        elif password:
+            raise CommandError(f"user {username} exists; change passwords in the admin", returncode=2)
+        for name in role:
+            user.groups.add(Group.objects.get(name=name))
+        self.stdout.write(f"{username}: {', '.join(sorted(user.groups.values_list('name', flat=True)))}")

@@ -1,0 +1,59 @@
+"""Serving stored evidence: byte ranges of files, and the exact frame of any step of a video."""
+
+from __future__ import annotations
+
+import io
+import mimetypes
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import av
+from django.http import FileResponse, HttpRequest, HttpResponse
+from PIL import Image
+
+RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def ranged_file_response(request: HttpRequest, path: Path) -> HttpResponse:
+    """The file, or the one byte range asked for (206), as browsers need for seeking video."""
+    size = path.stat().st_size
+    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    header = request.headers.get("Range", "")
+    match = RANGE.match(header.strip())
+    if not match or match.groups() == ("", ""):
+        response = FileResponse(path.open("rb"), content_type=content_type)
+        response["Accept-Ranges"] = "bytes"
+        return response
+    first, last = match.groups()
+    if first == "":  # a suffix: the last N bytes
+        start, end = max(0, size - int(last)), size - 1
+    else:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    if start >= size or start > end:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+        return response
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start + 1)
+    response = HttpResponse(data, status=206, content_type=content_type)
+    response["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response["Accept-Ranges"] = "bytes"
+    return response
+
+
+def exact_frame_png(video: Path, number: int, fps: float) -> bytes:
+    """Decode frame `number` exactly: seek to the keyframe before it, then decode forward to it."""
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        pts = round(Fraction(number) / Fraction(fps).limit_denominator(1000) / stream.time_base)
+        container.seek(pts, stream=stream, backward=True, any_frame=False)
+        for frame in container.decode(stream):
+            if frame.pts == pts:
+                buffer = io.BytesIO()
+                Image.fromarray(frame.to_ndarray(format="rgb24")).save(buffer, format="PNG", compress_level=1)
+                return buffer.getvalue()
+            if frame.pts is not None and frame.pts > pts:
+                break
+    raise LookupError(f"no frame {number} in {video.name}")

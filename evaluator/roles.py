@@ -1,0 +1,19 @@
+"""The four roles, as groups with permissions. Made after every migrate; users join them in the admin
+or with `manage.py rsi_user NAME --role ROLE`."""
+
+from django.contrib.auth.models import Group, Permission
+
+READ = ["view_campaign", "view_attempt", "view_task", "view_benchmark", "view_policy", "view_protocolidentity"]
+ROLES = {
+    "reviewer": READ,
+    "operator": READ + ["launch_campaign", "start_attempt"],
+    "watcher": READ + ["watch_attempt"],
+    "intervener": READ + ["watch_attempt", "intervene_attempt"],
+}
+
+
+def ensure_roles(sender=None, **kwargs) -> None:
+    for role, codenames in ROLES.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        permissions = Permission.objects.filter(content_type__app_label="evaluator", codename__in=codenames)
+        group.permissions.set(permissions)

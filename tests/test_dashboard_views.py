@@ -1,0 +1,240 @@
+"""Dashboard views: the launch form refuses bad input and creates nothing; every view checks its
+permission; evidence is served with ranges and exact frames; search, export, compare and re-run;
+query counts that do not grow with the number of attempts (issue "The dashboard")."""
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from PIL import Image
+
+from evaluator.models import Attempt, Campaign
+
+LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
+
+
+def _user(name, *roles):
+    user = get_user_model().objects.create_user(name, password="pw")
+    for role in roles:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def operator(client, catalogs):
+    from evaluator.services import ensure_builtin_policies
+
+    ensure_builtin_policies()
+    client.force_login(_user("olga", "operator"))
+    return client
+
+
+@pytest.fixture
+def reviewer(client, catalogs):
+    client.force_login(_user("rita", "reviewer"))
+    return client
+
+
+def test_the_form_shows_the_resolved_identity_and_budgets_before_creating_anything(operator):
+    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "budget_mode": "decisions",
+                                                           "max_policy_calls": "3", "replan_interval": "5"})
+    page = response.content.decode()
+    assert "fetch-development/rgb/decision-3-prefix-5/v1" in page
+    assert 'id="create"' in page
+    assert not Campaign.objects.exists()
+
+
+def test_creating_a_campaign_freezes_its_plan_with_pending_cells(operator):
+    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "tasks": ["pick_and_place", "reach"],
+                                                           "create": "1"})
+    campaign = Campaign.objects.get()
+    assert response.status_code == 302 and response.url == reverse("evaluator:campaign", args=[campaign.pk])
+    assert campaign.created_by.username == "olga"
+    assert list(campaign.attempts.values_list("status", flat=True)) == ["pending", "pending"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"tasks": ["fold_towel"]}, "unknown task fold_towel"),
+        ({"tasks": ["widowx_spoon_on_towel"]}, "fetch has no task"),
+        ({"budget_mode": "decisions", "max_policy_calls": "0"}, "max_policy_calls must be at least 1"),
+        ({"budget_mode": "decisions", "horizon_multiplier": "3"}, "horizon_multiplier must be 1 or 2"),
+        ({"budget_mode": "decisions", "horizon_multiplier": "2"}, "cannot be combined with budget_mode=decisions"),
+        ({"seed": "-1"}, "the reset seed must be in [0, 2**32), got -1"),
+        ({"seed": str(2**32)}, "the reset seed must be in [0, 2**32), got 4294967296"),
+        ({"seed": "abc"}, "the reset seed must be a whole number"),
+        ({"policy": "ftp://nowhere"}, "unknown policy spec"),
+        ({"sensors": "depth"}, "unknown sensor track"),
+        ({"policy": "fetch-oracle", "create": "1"}, "reads privileged state"),
+    ],
+)
+def test_bad_input_gets_a_clear_message_and_creates_nothing(operator, change, message):
+    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "create": "1", **change})
+    assert response.status_code == 200
+    assert message in response.content.decode().replace("&#x27;", "'")
+    assert not Campaign.objects.exists() and not Attempt.objects.exists()
+
+
+def test_every_form_is_csrf_protected(catalogs):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(_user("olga", "operator"))
+    assert strict.post(reverse("evaluator:launch"), {**LAUNCH, "create": "1"}).status_code == 403
+    assert not Campaign.objects.exists()
+
+
+def test_a_reviewer_reads_but_cannot_launch_start_or_rerun(reviewer, make_attempt):
+    attempt = make_attempt()
+    assert reviewer.get(reverse("evaluator:campaign", args=[attempt.campaign_id])).status_code == 200
+    assert reviewer.get(reverse("evaluator:launch")).status_code == 403
+    assert reviewer.post(reverse("evaluator:start_attempt", args=[attempt.pk])).status_code == 403
+    assert reviewer.post(reverse("evaluator:start_campaign", args=[attempt.campaign_id])).status_code == 403
+    assert Attempt.objects.get(pk=attempt.pk).status == "pending"
+
+
+def test_a_user_without_a_role_sees_nothing(client, make_attempt):
+    attempt = make_attempt()
+    client.force_login(_user("nobody"))
+    for name, args in (("campaigns", []), ("attempts", []), ("review", [attempt.pk]), ("timeline", [attempt.pk]),
+                       ("campaign", [attempt.campaign_id]), ("benchmarks", [])):
+        assert client.get(reverse(f"evaluator:{name}", args=args)).status_code == 403
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, make_attempt):
+    attempt = make_attempt()
+    for url in (reverse("evaluator:campaigns"), reverse("evaluator:review", args=[attempt.pk]),
+                reverse("evaluator:frame", args=[attempt.pk, 0])):
+        response = client.get(url)
+        assert response.status_code == 302 and response.url.startswith(reverse("login"))
+
+
+@pytest.fixture
+def finished(run_cell):
+    return run_cell(policy="noop", budget_mode="decisions", max_policy_calls=6)
+
+
+def test_the_video_is_served_with_range_requests(admin_client, finished):
+    url = reverse("evaluator:artifact", args=[finished.pk, "video.mp4"])
+    whole = b"".join(admin_client.get(url).streaming_content)
+    partial = admin_client.get(url, HTTP_RANGE="bytes=100-199")
+    assert partial.status_code == 206 and partial.content == whole[100:200]
+    assert partial["Content-Range"] == f"bytes 100-199/{len(whole)}"
+    assert admin_client.get(url, HTTP_RANGE="bytes=-10").content == whole[-10:]
+    assert admin_client.get(url, HTTP_RANGE=f"bytes={len(whole)}-").status_code == 416
+
+
+def test_only_registered_artifacts_are_served(admin_client, finished):
+    assert admin_client.get(reverse("evaluator:artifact", args=[finished.pk, "../../etc/passwd"])).status_code == 404
+
+
+def test_the_exact_frame_of_a_step_is_decoded_from_the_video(admin_client, finished, media_root):
+    import av
+
+    video = media_root / finished.artifacts.get(kind="video").path
+    with av.open(str(video)) as container:
+        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    for step in (0, 7, 24, 25, 26, 30):  # around the keyframe at 25 too
+        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
+        assert response.status_code == 200 and response["Content-Type"] == "image/png"
+        frame = np.asarray(Image.open(io.BytesIO(response.content)))
+        assert np.array_equal(frame, decoded[step])
+    assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 31])).status_code == 404
+
+
+def test_the_timeline_holds_steps_decisions_and_components(admin_client, finished):
+    data = admin_client.get(reverse("evaluator:timeline", args=[finished.pk])).json()
+    assert data["action_components"] == ["dx", "dy", "dz", "gripper"]
+    assert len(data["steps"]) == 30 and data["steps"][0]["action"] == [0.0] * 4
+    assert [d["observation_step"] for d in data["decisions"]] == [0, 5, 10, 15, 20, 25]
+    assert data["frames"] == list(range(31)) and data["fps"] == 25.0
+
+
+def test_search_filters_and_exports(admin_client, run_cell):
+    noop = run_cell(policy="noop", budget_mode="decisions", max_policy_calls=1)
+    stop = run_cell(policy="stop", seed=4)
+    page = admin_client.get(reverse("evaluator:attempts"), {"policy": "stop"}).content.decode()
+    assert reverse("evaluator:review", args=[stop.pk]) in page
+    assert reverse("evaluator:review", args=[noop.pk]) not in page
+    data = admin_client.get(reverse("evaluator:attempts"), {"outcome": "task_failure", "format": "json"}).json()
+    assert {row["attempt"] for row in data["attempts"]} == {noop.pk, stop.pk}
+    rows = list(csv.DictReader(io.StringIO(
+        admin_client.get(reverse("evaluator:attempts"), {"policy": "noop", "format": "csv"}).content.decode())))
+    assert [int(r["attempt"]) for r in rows] == [noop.pk] and rows[0]["protocol_id"].startswith("fetch-development")
+    assert admin_client.get(reverse("evaluator:attempts"), {"autonomous": "no", "format": "json"}).json() == {"attempts": []}
+
+
+def test_a_campaign_exports_its_plan_aggregates_and_attempts(admin_client, finished):
+    data = json.loads(admin_client.get(reverse("evaluator:export_campaign", args=[finished.campaign_id, "json"])).content)
+    assert data["plan"]["tasks"] == ["pick_and_place"] and data["plan"]["seed"] == 3
+    assert data["aggregates"]["overall"]["attempt_success_rate"]["denominator"] == 1
+    assert data["attempts"][0]["environment_steps"] == 30
+    rows = list(csv.DictReader(io.StringIO(admin_client.get(
+        reverse("evaluator:export_campaign", args=[finished.campaign_id, "csv"])).content.decode())))
+    assert rows[0]["termination_reason"] == "call_budget"
+
+
+def test_a_rerun_is_a_new_pending_attempt_and_both_stay_visible(operator, finished):
+    response = operator.post(reverse("evaluator:rerun_attempt", args=[finished.pk]))
+    assert response.status_code == 302
+    rerun = Attempt.objects.get(rerun_of=finished)
+    assert rerun.status == "pending" and Attempt.objects.get(pk=finished.pk).status == "finished"
+    page = operator.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
+    assert f"#{finished.pk}" in page and "Separately authorized re-runs" in page
+    assert operator.post(reverse("evaluator:rerun_attempt", args=[rerun.pk])).status_code == 302
+    assert Attempt.objects.filter(rerun_of=rerun).count() == 0  # a pending attempt cannot be re-run
+
+
+def test_starting_a_cell_queues_it_once_after_commit(operator, make_attempt, monkeypatch,
+                                                   django_capture_on_commit_callbacks):
+    from evaluator import executor
+
+    submitted = []
+    monkeypatch.setattr(executor, "submit", submitted.append)
+    attempt = make_attempt()
+    with django_capture_on_commit_callbacks(execute=True):
+        operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
+        operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
+    assert submitted == [attempt.pk]
+    assert Attempt.objects.get(pk=attempt.pk).status == "queued"
+
+
+def test_two_campaigns_pair_cell_by_cell(admin_client, run_cell):
+    a = run_cell(task="reach", policy="fetch-oracle", sensors="privileged-state")
+    b = run_cell(task="reach", policy="noop")
+    page = admin_client.get(reverse("evaluator:compare"), {"a": a.campaign_id, "b": b.campaign_id}).content.decode()
+    assert "1 pairs" in page and f"only {a.campaign_id} 1" in page and "discordant 1" in page
+
+
+def _add_cells(first, count):
+    """More original cells in the campaign of `first` (bulk, as a large plan would have)."""
+    start = first.campaign.attempts.count()
+    Attempt.objects.bulk_create(
+        Attempt(campaign=first.campaign, task=first.task, cell_index=start + i, seed=7,
+                policy_identity=first.policy_identity, budget=first.budget)
+        for i in range(count)
+    )
+
+
+@pytest.mark.parametrize("view", ["campaign", "attempts", "campaigns"])
+def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make_attempt, view):
+    first = make_attempt()
+    args = [first.campaign_id] if view == "campaign" else []
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            assert admin_client.get(reverse(f"evaluator:{view}", args=args)).status_code == 200
+        return len(captured)
+
+    _add_cells(first, 2)
+    few = queries()
+    _add_cells(first, 120)
+    assert queries() == few
