@@ -42,6 +42,21 @@ class NativeEnv(Protocol):
 
 
 @dataclass(frozen=True)
+class Directive:
+    """What a human asks for at a decision boundary."""
+
+    stop: bool = False
+    actions: list | None = None  # a human decision's chunk (take-over)
+
+
+class Control(Protocol):
+    """Human intervention, checked between decisions; may block while the episode is paused."""
+
+    def checkpoint(self) -> Directive | None: ...
+    def rejected(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
 class EpisodeSpec:
     config: ProtocolConfig
     budget: Budget
@@ -50,6 +65,7 @@ class EpisodeSpec:
     reset_options: dict
     sensors: tuple[str, ...]  # worker arrays the declared sensor track lets the policy see
     native_termination_ends: bool = False
+    control: Control | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +82,7 @@ class StepRecord:
 
 @dataclass
 class DecisionRecord:  # filled in while its chunk executes, then handed to the sink
-    index: int  # 1-based policy call
+    index: int  # 1-based decision (policy calls and human decisions share the sequence)
     kind: str  # actions | stop | rejected | failed
     observation_step: int
     instruction: str
@@ -76,6 +92,8 @@ class DecisionRecord:  # filled in while its chunk executes, then handed to the 
     latency_ms: float | None
     violation: dict | None = None
     usage: dict | None = None  # provider requests, tokens, cost of this call where known
+    actor: str = "policy"
+    call: int | None = None  # the policy call number (None for a human decision)
     steps: list[StepRecord] = field(default_factory=list)
 
 
@@ -84,7 +102,8 @@ class EpisodeSink(Protocol):
 
     def frame(self, step: int, observation: NativeObservation) -> None: ...
     def message(self, call: int, message: MailboxMessage) -> None: ...
-    def decision(self, record: DecisionRecord) -> None: ...
+    def decided(self, record: DecisionRecord) -> None: ...  # before its chunk executes
+    def decision(self, record: DecisionRecord) -> None: ...  # after, with its steps
 
 
 @dataclass(frozen=True)
@@ -118,7 +137,7 @@ def jsonable(value: Any) -> Any:
 class _Episode:
     def __init__(self, env: NativeEnv, policy: Policy, spec: EpisodeSpec, sink: EpisodeSink, token: str):
         self.env, self.policy, self.spec, self.sink, self.token = env, policy, spec, sink, token
-        self.calls = self.decisions = self.rejected = 0
+        self.calls = self.decisions = self.rejected = self.human_decisions = self.decision_count = 0
         self.steps: list[StepRecord] = []
         self.feedback: str | None = None
         self.error: ErrorType | None = None
@@ -190,6 +209,14 @@ class _Episode:
                 return TerminationReason.NATIVE_TERMINATION
             if stop := self.budget_stop():
                 return stop
+            directive = self.spec.control.checkpoint() if self.spec.control else None
+            if directive is not None and directive.stop:
+                return TerminationReason.HUMAN_STOP
+            if directive is not None and directive.actions is not None:
+                observation, failure = self.human(directive.actions, observation)
+                if failure is not None:
+                    return self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail))
+                continue
             message = MailboxMessage(
                 token=self.token,
                 instruction=observation.instruction,
@@ -199,8 +226,10 @@ class _Episode:
                 feedback=self.feedback,
             )
             self.calls += 1
+            self.decision_count += 1
             self.sink.message(self.calls, message)
-            record = dict(index=self.calls, observation_step=len(self.steps), instruction=observation.instruction)
+            record = dict(index=self.decision_count, call=self.calls, observation_step=len(self.steps),
+                          instruction=observation.instruction)
             started = time.perf_counter()
             feedback_track = self.spec.config.action_rejection_feedback
             try:
@@ -238,6 +267,7 @@ class _Episode:
                 violation=_violation(violation) if violation else None,
                 **common,
             )
+            self.sink.decided(decision)
             observation, failure = self.execute(response.actions, observation, decision)
             self.sink.decision(decision)
             if decision.executed:
@@ -248,6 +278,27 @@ class _Episode:
                 self.reject(violation.message)
             else:
                 self.feedback = None
+
+    def human(self, actions: list, observation: NativeObservation):
+        """A human decision during a take-over: the same validation, recorded as the human's."""
+        self.decision_count += 1
+        permitted = min(self.budget.replan_interval, self.budget.max_executable_steps - len(self.steps))
+        response = validate_response({"actions": actions}, self.spec.contract, permitted)
+        decision = DecisionRecord(
+            index=self.decision_count, actor="human", kind="rejected" if response.violation else "actions",
+            observation_step=len(self.steps), instruction=observation.instruction, response=jsonable(actions),
+            accepted=[list(a) for a in response.actions], executed=0, latency_ms=None,
+            violation=_violation(response.violation) if response.violation else None,
+        )
+        if response.violation:
+            self.spec.control.rejected(response.violation.message)
+            self.sink.decision(decision)
+            return observation, None
+        self.human_decisions += 1
+        self.sink.decided(decision)
+        observation, failure = self.execute(response.actions, observation, decision)
+        self.sink.decision(decision)
+        return observation, failure
 
     def reject(self, public_message: str) -> None:
         """Feedback track: the call is spent; the next call sees the bounded message and the
@@ -294,7 +345,7 @@ class _Episode:
             action_decisions=self.decisions,
             rejected_calls=self.rejected,
             error_detail=self.error_detail,
-            accounting=account(self.usages, self.latencies),
+            accounting={**account(self.usages, self.latencies), "human_decisions": self.human_decisions},
         )
 
 

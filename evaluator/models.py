@@ -271,7 +271,8 @@ class Decision(AttemptRecord):
         HUMAN = "human", "human"
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="decisions")
-    index = models.PositiveIntegerField(help_text="1-based policy call number.")
+    index = models.PositiveIntegerField(help_text="1-based decision number (policy and human decisions).")
+    call_index = models.PositiveIntegerField(null=True, blank=True, help_text="Policy call number; null for a human.")
     kind = models.CharField(max_length=10, choices=Kind.choices)
     actor = models.CharField(max_length=10, choices=Actor.choices, default=Actor.POLICY)
     observation_step = models.PositiveIntegerField(help_text="Executed steps before the observation it answered.")
@@ -312,6 +313,7 @@ class Intervention(AttemptRecord):
         PAUSE = "pause", "pause"
         RESUME = "resume", "resume"
         TAKE_OVER = "take_over", "take over"
+        RELEASE = "release", "release (end of take-over)"
         STOP = "stop", "stop"
         ANNOTATE = "annotate", "annotate"
 

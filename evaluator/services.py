@@ -24,7 +24,19 @@ from django.utils import timezone
 from evaluator.benchmarks import worker_spec
 from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, run_episode
 from evaluator.evidence import EvidenceWriter
-from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Decision, Policy, ProtocolIdentity, Step, Task
+from evaluator.live import hub
+from evaluator.models import (
+    Artifact,
+    Attempt,
+    Benchmark,
+    Campaign,
+    Decision,
+    Intervention,
+    Policy,
+    ProtocolIdentity,
+    Step,
+    Task,
+)
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
 from evaluator.policies.base import MailboxMessage, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
@@ -160,6 +172,46 @@ def do_rerun(user, attempt: Attempt) -> Attempt:
     )
 
 
+class InterventionRefused(ProtocolError):
+    pass
+
+
+INTERVENTIONS = ("pause", "resume", "take_over", "release", "stop", "annotate", "action")
+# Pausing, taking over and stopping change the policy under evaluation; a note alone does not.
+WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
+
+
+def check_intervene(user, attempt: Attempt, kind: str):
+    check_can(user, "intervene_attempt")
+    if kind not in INTERVENTIONS:
+        raise InterventionRefused(f"unknown intervention {kind!r}; one of {', '.join(INTERVENTIONS)}")
+    control = hub.control(attempt.pk)
+    if attempt.status != Attempt.Status.RUNNING or control is None:
+        raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running here")
+    if kind == "action" and not control.taken_over:
+        raise InterventionRefused("take over before sending actions")
+    return control
+
+
+def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list | None = None) -> dict:
+    """Record the intervention, withdraw autonomy at once where it changes the policy, then act."""
+    attempt = Attempt.objects.get(pk=attempt_id)
+    control = check_intervene(user, attempt, kind)
+    step = (hub.snapshot(attempt_id) or {}).get("step", 0)
+    if kind != "action":
+        with transaction.atomic():
+            Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note[:2000])
+            if kind in WITHDRAWS_AUTONOMY:
+                Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
+    control.apply(kind, action)
+    autonomous = Attempt.objects.values_list("autonomous", flat=True).get(pk=attempt_id)
+    event = {"kind": "intervention", "intervention": kind, "user": user.username, "step": step, "note": note,
+             "autonomous": autonomous}
+    if kind != "action":
+        hub.publish(attempt_id, event)
+    return event
+
+
 def campaign_cells(campaign: Campaign) -> list[Attempt]:
     """The campaign's original attempts, one per planned cell, in plan order."""
     return list(campaign.attempts.filter(rerun_of__isnull=True).select_related("task").order_by("cell_index"))
@@ -220,24 +272,52 @@ def policy_for(name_or_spec: str) -> Policy:
 
 
 class AttemptRecorder:
-    """The episode sink of a stored attempt: evidence files plus Decision and Step rows."""
+    """The episode sink of a stored attempt: evidence files, Decision and Step rows, live events."""
 
     def __init__(self, attempt: Attempt, evidence: EvidenceWriter, progress: Callable[[dict], None] | None):
         self.attempt, self.evidence, self.progress = attempt, evidence, progress
+        self.counters = {"policy_calls": 0, "max_policy_calls": attempt.budget["max_policy_calls"],
+                         "environment_steps": 0, "max_executable_steps": attempt.budget["max_executable_steps"],
+                         "action_decisions": 0, "rejected_calls": 0}
+        self.current: DecisionRecord | None = None
 
     def frame(self, step: int, observation: NativeObservation) -> None:
         self.evidence.frame(step, observation)
+        self.counters["environment_steps"] = step
+        event = {"kind": "step", "step": step, "instruction": observation.instruction, "counters": dict(self.counters)}
+        if step and self.current is not None:
+            last = self.current.steps[-1]
+            event.update(decision=self.current.index, actor=self.current.actor, action=list(last.action),
+                         chunk=self.current.accepted, latency_ms=self.current.latency_ms,
+                         native_success=last.success)
+        hub.publish(self.attempt.pk, event, rgb=observation.rgb, step=step)
 
     def message(self, call: int, message: MailboxMessage) -> None:
         self.evidence.message(call, message)
+        self.counters.update({k: v for k, v in message.counters.items() if k in self.counters})
+        self.counters["policy_calls"] = call
+        hub.publish(self.attempt.pk, {"kind": "call", "call": call, "counters": dict(self.counters)})
         if self.progress:
             self.progress(dict(message.counters))
 
+    def decided(self, record: DecisionRecord) -> None:
+        self.current = record
+        hub.publish(self.attempt.pk, {"kind": "decision", "decision": record.index, "actor": record.actor,
+                                      "chunk": record.accepted, "latency_ms": record.latency_ms})
+
     def decision(self, record: DecisionRecord) -> None:
         self.evidence.decision(record)
+        if record.executed and record.actor == "policy":
+            self.counters["action_decisions"] += 1
+        if record.kind == "rejected":
+            self.counters["rejected_calls"] += record.actor == "policy"
+            hub.publish(self.attempt.pk, {"kind": "rejected", "decision": record.index, "actor": record.actor,
+                                          "violation": record.violation, "counters": dict(self.counters)})
         decision = Decision.objects.create(
             attempt=self.attempt,
             index=record.index,
+            call_index=record.call,
+            actor=record.actor,
             kind=record.kind,
             observation_step=record.observation_step,
             instruction=record.instruction,
@@ -302,6 +382,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
     }
     worker = None
+    control = hub.open(attempt.pk, {"status": "running", "autonomous": True, "task": task.name,
+                                    "protocol_id": campaign.protocol.protocol_id, "budget": budget.as_dict()})
     try:
         spec = worker_spec(campaign.benchmark.name)
         provenance["worker"] = {"python": spec.python, "script": spec.script.name, "env": dict(spec.env)}
@@ -319,6 +401,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             },
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
+            control=control,
         )
         policy = build_policy(campaign.policy.spec, campaign.policy.settings, config)
         try:
@@ -352,6 +435,14 @@ def _failed_before_control(native_horizon: int, error_type: ErrorType, detail: s
 
 
 def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
+    try:
+        return _store_result(attempt, result, evidence, provenance)
+    finally:
+        stored = Attempt.objects.filter(pk=attempt.pk).values("status", "outcome", "autonomous").first() or {}
+        hub.close(attempt.pk, stored)
+
+
+def _store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
     score = result.score
     fields = {
         "outcome": score.outcome.value,
@@ -377,7 +468,9 @@ def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, p
         setattr(attempt, key, value)
     attempt.status = Attempt.Status.FINISHED
     attempt.finished_at = timezone.now()
-    attempt.save()
+    # Only the fields the run owns: autonomy may have been withdrawn by an intervener meanwhile.
+    attempt.save(update_fields=[*fields, "provenance", "status", "finished_at"])
+    attempt.refresh_from_db(fields=["autonomous"])
     return attempt
 
 

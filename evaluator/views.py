@@ -291,6 +291,20 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
 
 
 @login_required
+def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    _require(request, "watch_attempt")
+    attempt = _attempt(request, attempt_id)
+    from evaluator.protocol.actions import action_contract
+
+    config = attempt.campaign.protocol_config
+    contract = action_contract(config["benchmark"], config["interface_version"]).describe()
+    return render(request, "evaluator/live.html", {
+        "attempt": attempt, "contract": contract,
+        "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
+    })
+
+
+@login_required
 def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
     attempt = _attempt(request, attempt_id)
     frames = _frame_index(attempt)
@@ -303,7 +317,8 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
         "steps": list(attempt.steps.order_by("index").values(
             "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction")),
         "decisions": list(attempt.decisions.order_by("index").values(
-            "index", "kind", "actor", "observation_step", "executed", "latency_ms", "violation", "instruction")),
+            "index", "call_index", "kind", "actor", "observation_step", "executed", "latency_ms", "violation",
+            "instruction")),
         "interventions": [
             {"kind": i.kind, "step": i.step_index, "user": i.user.username, "note": i.note, "at": i.created_at.isoformat()}
             for i in attempt.interventions.select_related("user").order_by("created_at")

@@ -1,3 +1,9 @@
-"""WebSocket routes. The live-rollout consumer is added with the live view."""
+"""WebSocket routes."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from evaluator.consumers import LiveAttemptConsumer
+
+websocket_urlpatterns = [
+    path("ws/attempts/<int:attempt_id>/live/", LiveAttemptConsumer.as_asgi()),
+]

@@ -151,3 +151,18 @@ def test_the_triggers_survive_a_later_migrate(make_attempt):
     call_command("migrate", verbosity=0)
     with pytest.raises(IntegrityError), transaction.atomic():
         Attempt.objects.filter(pk=attempt.pk).update(success=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flushing_the_whole_database_keeps_the_triggers_for_what_comes_next(make_attempt):
+    from django.core.management import call_command
+
+    from django.db import connection
+
+    _finish(make_attempt())
+    for inhibit in (False, True):
+        call_command("flush", interactive=False, verbosity=0, inhibit_post_migrate=inhibit)
+        assert not Attempt.objects.exists()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'")
+            assert cursor.fetchone() == (2 + 4 * 3,)  # the attempt's two, three for each record table

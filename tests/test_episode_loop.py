@@ -49,6 +49,9 @@ class Recorder:
     def message(self, call, message):
         self.messages.append(message)
 
+    def decided(self, record):
+        pass
+
     def decision(self, record):
         self.decisions.append(record)
 

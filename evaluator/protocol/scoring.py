@@ -83,6 +83,7 @@ class TerminationReason(enum.Enum):
     STEP_CAP = "runner_step_cap"
     NATIVE_TERMINATION = "native_termination"
     POLICY_STOP = "policy_stop"
+    HUMAN_STOP = "human_stop"  # an intervener stopped it: the attempt is non-autonomous
     ERROR = "error"
 
 

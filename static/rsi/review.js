@@ -45,11 +45,11 @@
     const cell = document.getElementById("step-message");
     cell.textContent = "";
     if (message) {
-      const name = "messages/call-" + String(message.index).padStart(4, "0");
+      const name = "messages/call-" + String(message.call_index).padStart(4, "0");
       for (const ext of ["png", "json"]) {
         const a = document.createElement("a");
         a.href = fileUrl(name + "." + ext);
-        a.textContent = `call ${message.index} ${ext}`;
+        a.textContent = `call ${message.call_index} ${ext}`;
         a.className = "message-" + ext;
         cell.append(a, " ");
       }

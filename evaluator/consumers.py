@@ -1,0 +1,90 @@
+"""The live view of one attempt over a WebSocket: authenticate, join the attempt's group, forward.
+
+JSON text frames carry the state and the step events; binary frames carry the latest picture
+(8-byte header: sequence number and step, big-endian, then a JPEG). A viewer gets a new picture
+only after it acknowledges the last one, so a viewer that stops reading holds one picture at
+most and never slows the rollout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.core.exceptions import PermissionDenied
+
+from evaluator.live import group_name, hub
+from evaluator.models import Attempt
+from evaluator.protocol.errors import ProtocolError
+
+
+@database_sync_to_async
+def _can(user, permission: str) -> bool:
+    return user.is_authenticated and user.has_perm(f"evaluator.{permission}")
+
+
+@database_sync_to_async
+def _stored_state(attempt_id: int) -> dict | None:
+    return Attempt.objects.filter(pk=attempt_id).values(
+        "status", "outcome", "error_type", "autonomous", "environment_steps", "policy_calls"
+    ).first()
+
+
+@database_sync_to_async
+def _intervene(user, attempt_id: int, content: dict) -> dict:
+    from evaluator.services import do_intervene
+
+    return do_intervene(user, attempt_id, str(content.get("kind", "")), note=str(content.get("note", "")),
+                        action=content.get("action"))
+
+
+class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        self.attempt_id = int(self.scope["url_route"]["kwargs"]["attempt_id"])
+        if not await _can(self.scope["user"], "watch_attempt"):
+            await self.close(code=4403)
+            return
+        hub.attach_loop(asyncio.get_running_loop())
+        self.group = group_name(self.attempt_id)
+        self.sent_seq = 0
+        self.awaiting_ack = False
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        # A viewer who joins late or reconnects gets the current state at once.
+        state = hub.snapshot(self.attempt_id) or await _stored_state(self.attempt_id)
+        await self.send_json({"type": "state", "state": state})
+        await self.push_frame()
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        if content.get("type") == "ack":
+            self.awaiting_ack = False
+            await self.push_frame()
+        elif content.get("type") == "intervene":
+            try:
+                event = await _intervene(self.scope["user"], self.attempt_id, content)
+            except (ProtocolError, PermissionDenied, Attempt.DoesNotExist) as exc:
+                # A typed refusal: nothing changed.
+                await self.send_json({"type": "refused", "kind": content.get("kind"),
+                                      "error": type(exc).__name__, "reason": str(exc)})
+            else:
+                await self.send_json({"type": "accepted", "event": event})
+
+    async def live_event(self, message):
+        await self.send_json({"type": "event", "event": message["event"]})
+        await self.push_frame()
+
+    async def push_frame(self):
+        if self.awaiting_ack:
+            return  # the viewer has not drawn the last picture: the hub keeps only the newest
+        frame = hub.latest_frame(self.attempt_id)
+        if frame is None or frame.seq <= self.sent_seq:
+            return
+        jpeg = await asyncio.to_thread(frame.jpeg)
+        self.sent_seq, self.awaiting_ack = frame.seq, True
+        await self.send(bytes_data=struct.pack(">II", frame.seq, frame.step) + jpeg)

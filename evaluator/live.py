@@ -1,0 +1,157 @@
+"""Live rollouts: the latest state and frame of each running attempt, and its intervention control.
+
+The rollout never waits for a viewer. It hands each event to the hub, which keeps the latest
+state and a reference to the latest frame (one slot per attempt: a stale frame is replaced,
+never queued) and schedules a small event dict on the channel layer in the server's event
+loop without waiting for it. Frames never travel through the channel layer: each viewer's
+consumer takes the latest one from the hub when its viewer has drawn the previous one.
+This hub lives in the process that runs the attempts (the embedded default's server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from channels.layers import get_channel_layer
+from PIL import Image
+
+from evaluator.episode import Directive
+
+JPEG_QUALITY = 85
+
+
+def group_name(attempt_id: int) -> str:
+    return f"attempt-{attempt_id}"
+
+
+def now_ms() -> float:
+    return time.time() * 1000
+
+
+@dataclass
+class LiveFrame:
+    seq: int
+    step: int
+    rgb: np.ndarray
+    _jpeg: bytes | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def jpeg(self) -> bytes:
+        """Encoded once, on the first viewer's demand, never by the rollout."""
+        with self._lock:
+            if self._jpeg is None:
+                buffer = io.BytesIO()
+                Image.fromarray(self.rgb).save(buffer, format="JPEG", quality=JPEG_QUALITY)
+                self._jpeg = buffer.getvalue()
+            return self._jpeg
+
+
+class AttemptControl:
+    """Pause, take-over and stop requests of one running attempt, checked between decisions."""
+
+    def __init__(self, on_change):
+        self.condition = threading.Condition()
+        self.paused = self.taken_over = self.stopping = False
+        self.human_actions: deque = deque()
+        self.on_change = on_change
+
+    def checkpoint(self) -> Directive | None:
+        with self.condition:
+            while True:
+                if self.stopping:
+                    return Directive(stop=True)
+                if self.taken_over and self.human_actions:
+                    return Directive(actions=[self.human_actions.popleft()])
+                if not (self.paused or self.taken_over):
+                    return None
+                self.condition.wait(timeout=0.5)
+
+    def rejected(self, message: str) -> None:
+        self.on_change({"kind": "human_action_rejected", "message": message})
+
+    def apply(self, kind: str, action: list | None = None) -> None:
+        with self.condition:
+            if kind == "pause":
+                self.paused = True
+            elif kind == "resume":
+                self.paused = False
+            elif kind == "take_over":
+                self.taken_over = True
+            elif kind == "release":
+                self.taken_over = False
+                self.human_actions.clear()
+            elif kind == "stop":
+                self.stopping = True
+            elif kind == "action":
+                self.human_actions.append(action)
+            self.condition.notify_all()
+
+    def flags(self) -> dict:
+        return {"paused": self.paused, "taken_over": self.taken_over, "stopping": self.stopping}
+
+
+class LiveHub:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.states: dict[int, dict] = {}
+        self.frames: dict[int, LiveFrame] = {}
+        self.controls: dict[int, AttemptControl] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.seq = 0
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server's event loop, where channel-layer sends are scheduled (set by the consumers)."""
+        self.loop = loop
+
+    def open(self, attempt_id: int, state: dict) -> AttemptControl:
+        control = AttemptControl(lambda event: self.publish(attempt_id, event))
+        with self.lock:
+            self.controls[attempt_id] = control
+            self.states[attempt_id] = dict(state)
+        return control
+
+    def close(self, attempt_id: int, final: dict) -> None:
+        self.publish(attempt_id, {"kind": "finished", **final})
+        with self.lock:
+            self.controls.pop(attempt_id, None)
+            self.frames.pop(attempt_id, None)  # the stored video takes over
+            self.states.pop(attempt_id, None)
+
+    def control(self, attempt_id: int) -> AttemptControl | None:
+        return self.controls.get(attempt_id)
+
+    def snapshot(self, attempt_id: int) -> dict | None:
+        with self.lock:
+            state = self.states.get(attempt_id)
+            control = self.controls.get(attempt_id)
+            return {**state, **control.flags()} if state is not None and control else None
+
+    def latest_frame(self, attempt_id: int) -> LiveFrame | None:
+        return self.frames.get(attempt_id)
+
+    def publish(self, attempt_id: int, event: dict, rgb: np.ndarray | None = None, step: int | None = None) -> None:
+        with self.lock:
+            self.seq += 1
+            event = {**event, "seq": self.seq, "t": now_ms()}
+            if attempt_id in self.states:
+                self.states[attempt_id].update({k: v for k, v in event.items() if k != "kind"})
+                self.states[attempt_id]["last_event"] = event["kind"]
+            if rgb is not None:
+                self.frames[attempt_id] = LiveFrame(seq=self.seq, step=step, rgb=rgb)
+                event["frame_seq"] = self.seq
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            message = {"type": "live.event", "event": event}
+            try:
+                asyncio.run_coroutine_threadsafe(get_channel_layer().group_send(group_name(attempt_id), message), loop)
+            except RuntimeError:
+                pass  # the server loop is shutting down: nobody is watching
+
+
+hub = LiveHub()

@@ -1,0 +1,110 @@
+// Live view: pictures as binary frames (acknowledged one at a time), events as JSON, interventions.
+(function () {
+  "use strict";
+  const root = document.getElementById("live");
+  if (!root) return;
+  const $ = (id) => document.getElementById(id);
+  const img = $("live-frame");
+  const latencies = (window.rsiLatencies = []);
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const socket = new WebSocket(scheme + location.host + root.dataset.socket);
+  socket.binaryType = "arraybuffer";
+  let lastUrl = null;
+  let takenOver = false;
+
+  function counters(c) {
+    if (!c) return;
+    $("live-calls").textContent = `${c.policy_calls} / ${c.max_policy_calls}`;
+    $("live-controls").textContent = `${c.environment_steps} / ${c.max_executable_steps}`;
+    $("live-decisions").textContent = c.action_decisions;
+    $("live-rejected").textContent = c.rejected_calls;
+  }
+
+  function apply(state) {
+    if (!state) return;
+    if (state.status) $("live-status").textContent = state.status;
+    if (state.autonomous === false) $("autonomy").hidden = false;
+    if (state.taken_over !== undefined) takenOver = state.taken_over;
+    if (state.paused) $("live-status").textContent = "paused";
+    if (state.step !== undefined) $("live-step").textContent = state.step;
+    counters(state.counters);
+    if (state.instruction) $("live-instruction").textContent = state.instruction;
+  }
+
+  function log(text) {
+    const item = document.createElement("li");
+    item.textContent = text;
+    $("live-log").prepend(item);
+  }
+
+  function event(e) {
+    latencies.push(Date.now() - e.t);
+    if (e.kind === "step") {
+      $("live-step").textContent = e.step;
+      root.dataset.step = e.step;
+      counters(e.counters);
+      $("live-instruction").textContent = e.instruction;
+      if (e.action) $("live-action").textContent = e.action.map((v) => v.toFixed(3)).join(", ") + (e.actor === "human" ? " (human)" : "");
+      if (e.chunk) $("live-chunk").textContent = JSON.stringify(e.chunk);
+      if (e.decision) $("live-decision").textContent = `#${e.decision} (${e.actor})`;
+      $("live-latency").textContent = e.latency_ms != null ? e.latency_ms.toFixed(1) + " ms" : "–";
+      if (e.native_success !== undefined) $("live-success").textContent = String(e.native_success);
+      if ($("live-status").textContent === "connecting") $("live-status").textContent = "running";
+    } else if (e.kind === "call") {
+      counters(e.counters);
+    } else if (e.kind === "intervention") {
+      log(`${e.intervention} by ${e.user} at step ${e.step}${e.note ? ": " + e.note : ""}`);
+      if (e.autonomous === false) $("autonomy").hidden = false;
+      if (e.intervention === "pause") $("live-status").textContent = "paused";
+      if (e.intervention === "resume") $("live-status").textContent = "running";
+      if (e.intervention === "take_over") { takenOver = true; $("live-status").textContent = "taken over"; }
+      if (e.intervention === "release") { takenOver = false; $("live-status").textContent = "running"; }
+    } else if (e.kind === "human_action_rejected" || e.kind === "rejected") {
+      log(`rejected: ${e.message || (e.violation && e.violation.message)}`);
+    } else if (e.kind === "finished") {
+      $("live-status").textContent = "finished";
+      root.dataset.finished = "1";
+      if (e.autonomous === false) $("autonomy").hidden = false;
+    }
+  }
+
+  socket.onmessage = (message) => {
+    if (typeof message.data === "string") {
+      const data = JSON.parse(message.data);
+      if (data.type === "state") { apply(data.state); root.dataset.connected = "1"; }
+      else if (data.type === "event") event(data.event);
+      else if (data.type === "refused") $("live-message").textContent = `refused ${data.kind}: ${data.reason}`;
+      else if (data.type === "accepted") $("live-message").textContent = `${data.event.intervention || "action"} accepted`;
+      return;
+    }
+    const view = new DataView(message.data);
+    const seq = view.getUint32(0), step = view.getUint32(4);
+    const url = URL.createObjectURL(new Blob([message.data.slice(8)], { type: "image/jpeg" }));
+    img.onload = () => {
+      if (lastUrl) URL.revokeObjectURL(lastUrl);
+      lastUrl = url;
+      img.dataset.step = step;
+      socket.send(JSON.stringify({ type: "ack", seq }));
+    };
+    img.src = url;
+  };
+  socket.onclose = () => { if (!root.dataset.finished) $("live-status").textContent = "disconnected"; };
+
+  function intervene(kind, extra = {}) {
+    socket.send(JSON.stringify({ type: "intervene", kind, ...extra }));
+  }
+  document.querySelectorAll("button[data-kind]").forEach((b) => b.addEventListener("click", () => intervene(b.dataset.kind)));
+  const manual = () => Array.from(document.querySelectorAll("#manual input")).map((i) => parseFloat(i.value) || 0);
+  if ($("btn-send")) $("btn-send").addEventListener("click", () => intervene("action", { action: manual() }));
+  if ($("btn-annotate")) $("btn-annotate").addEventListener("click", () => { intervene("annotate", { note: $("note").value }); $("note").value = ""; });
+  const keys = { a: [0, -0.5], d: [0, 0.5], s: [1, -0.5], w: [1, 0.5], f: [2, -0.5], r: [2, 0.5] };
+  document.addEventListener("keydown", (e) => {
+    if (!takenOver || e.target.tagName === "INPUT") return;
+    const n = parseInt(root.dataset.contract, 10);
+    const action = new Array(n).fill(0);
+    if (e.key in keys) action[keys[e.key][0]] = keys[e.key][1];
+    else if (e.key === "g") action[n - 1] = action[n - 1] >= 0 ? -1 : 1;
+    else return;
+    intervene("action", { action });
+  });
+})();

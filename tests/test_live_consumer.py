@@ -1,0 +1,279 @@
+"""Live rollouts over a WebSocket (channels' WebsocketCommunicator on the real ASGI application,
+authenticated by a real session cookie), with real Fetch rollouts running in executor threads
+(issue "Live rollouts": Done when)."""
+
+import asyncio
+import json
+import struct
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import close_old_connections
+from django.test import Client
+
+from evaluator.models import Attempt, Decision, Intervention, Policy
+from evaluator.protocol.identity import configure
+from evaluator.services import do_launch_campaign, do_run_attempt, ensure_builtin_policies
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def setup(catalogs, media_root):
+    ensure_builtin_policies()
+
+
+def _user(name, *roles):
+    user = get_user_model().objects.create_user(name, password="pw")
+    for role in roles:
+        user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return user, client.cookies["sessionid"].value
+
+
+def _pending(policy="noop", **options):
+    config = configure("fetch", **options)
+    campaign = do_launch_campaign(name="live", benchmark="fetch", task_names=["pick_and_place"], seed=3,
+                                  policy=Policy.objects.get(name=policy), config=config)
+    return campaign.attempts.get()
+
+
+def _run(attempt_id):
+    close_old_connections()
+    try:
+        return do_run_attempt(Attempt.objects.get(pk=attempt_id)).pk
+    finally:
+        close_old_connections()
+
+
+def _socket(attempt_id, session=None):
+    from rsi_site.asgi import application
+
+    headers = [(b"origin", b"http://testserver")]
+    if session:
+        headers.append((b"cookie", f"sessionid={session}".encode()))
+    return WebsocketCommunicator(application, f"/ws/attempts/{attempt_id}/live/", headers=headers)
+
+
+async def _next_json(socket, timeout=60):
+    while True:
+        message = await socket.receive_output(timeout)
+        if message["type"] == "websocket.send" and message.get("text"):
+            return json.loads(message["text"])
+
+
+async def _until(socket, predicate, timeout=90, ack=True):
+    """Read (acknowledging pictures) until a JSON message satisfies `predicate`; return all read."""
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = await socket.receive_output(deadline - time.monotonic())
+        if message["type"] != "websocket.send":
+            seen.append(message)
+            continue
+        if message.get("bytes") is not None:
+            seq, step = struct.unpack(">II", message["bytes"][:8])
+            seen.append({"frame": seq, "step": step, "jpeg": message["bytes"][8:]})
+            if ack:
+                await socket.send_json_to({"type": "ack", "seq": seq})
+            continue
+        data = json.loads(message["text"])
+        seen.append(data)
+        if predicate(data):
+            return seen
+    raise AssertionError(f"timed out; last messages: {seen[-3:]}")
+
+
+def _finished(data):
+    return data.get("type") == "event" and data["event"]["kind"] == "finished"
+
+
+def test_an_unauthenticated_socket_is_refused(setup):
+    attempt = _pending()
+
+    async def scenario():
+        socket = _socket(attempt.pk)
+        connected, code = await socket.connect()
+        assert not connected and code == 4403
+
+    asyncio.run(scenario())
+
+
+def test_a_user_without_the_watch_permission_is_refused(setup):
+    attempt = _pending()
+    _, session = _user("rita", "reviewer")
+
+    async def scenario():
+        connected, code = await _socket(attempt.pk, session).connect()
+        assert not connected and code == 4403
+
+    asyncio.run(scenario())
+
+
+def test_a_watcher_receives_frames_and_step_events_in_order(setup):
+    attempt = _pending()
+    _, session = _user("walt", "watcher")
+
+    async def scenario():
+        socket = _socket(attempt.pk, session)
+        assert (await socket.connect())[0]
+        first = await _next_json(socket)
+        assert first["type"] == "state"  # at once, before anything ran
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        seen = await _until(socket, _finished)
+        await run
+        await socket.disconnect()
+        return seen
+
+    seen = asyncio.run(scenario())
+    events = [m["event"] for m in seen if m.get("type") == "event"]
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(seqs)
+    steps = [e["step"] for e in events if e["kind"] == "step"]
+    assert steps == list(range(51))  # the reset frame, then one per executed control
+    sample = next(e for e in events if e["kind"] == "step" and e["step"] == 7)
+    assert sample["action"] == [0.0] * 4 and sample["chunk"] == [[0.0] * 4] * 5 and sample["decision"] == 2
+    assert sample["counters"]["max_executable_steps"] == 50 and sample["counters"]["policy_calls"] == 2
+    assert "latency_ms" in sample and sample["native_success"] is False
+    frames = [m for m in seen if "frame" in m]
+    assert frames and all(m["jpeg"][:2] == b"\xff\xd8" for m in frames)  # JPEG pictures, binary
+    assert [f["frame"] for f in frames] == sorted(f["frame"] for f in frames)
+    assert Attempt.objects.get(pk=attempt.pk).autonomous is True  # watching changes nothing
+
+
+def test_a_watcher_without_the_intervene_permission_is_refused_and_nothing_changes(setup):
+    attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
+    _, session = _user("walt", "watcher")
+
+    async def scenario():
+        socket = _socket(attempt.pk, session)
+        assert (await socket.connect())[0]
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        await _until(socket, lambda d: d.get("type") == "event" and d["event"].get("step") == 3)
+        await socket.send_json_to({"type": "intervene", "kind": "pause"})
+        refused = await _until(socket, lambda d: d.get("type") in ("refused", "accepted"))
+        await _until(socket, _finished)
+        await run
+        await socket.disconnect()
+        return refused[-1]
+
+    refused = asyncio.run(scenario())
+    assert refused["type"] == "refused" and refused["error"] == "PermissionDenied"
+    attempt.refresh_from_db()
+    assert attempt.autonomous is True and not Intervention.objects.exists()
+    assert attempt.termination_reason == "call_budget"
+
+
+def test_pause_take_over_and_stop_work_and_flag_the_attempt(setup):
+    attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
+    user, session = _user("ivan", "intervener")
+
+    async def scenario():
+        socket = _socket(attempt.pk, session)
+        assert (await socket.connect())[0]
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        await _until(socket, lambda d: d.get("type") == "event" and d["event"].get("step") == 2)
+        await socket.send_json_to({"type": "intervene", "kind": "pause"})
+        await _until(socket, lambda d: d.get("type") == "accepted")
+        flagged_while_running = await sync_to_async(
+            lambda: Attempt.objects.values_list("status", "autonomous").get(pk=attempt.pk))()
+        paused_at = (await sync_to_async(lambda: Attempt.objects.get(pk=attempt.pk).steps.count())())
+        await asyncio.sleep(1.5)
+        still = await sync_to_async(lambda: Attempt.objects.get(pk=attempt.pk).steps.count())()
+        await socket.send_json_to({"type": "intervene", "kind": "take_over"})
+        await _until(socket, lambda d: d.get("type") == "accepted")
+        await socket.send_json_to({"type": "intervene", "kind": "resume"})
+        await _until(socket, lambda d: d.get("type") == "accepted")
+        for _ in range(3):
+            await socket.send_json_to({"type": "intervene", "kind": "action", "action": [0.5, 0.0, 0.0, 1.0]})
+        await socket.send_json_to({"type": "intervene", "kind": "action", "action": [2.0, 0.0, 0.0, 1.0]})
+        rejected = await _until(socket, lambda d: d.get("type") == "event"
+                                and d["event"]["kind"] == "human_action_rejected")
+        await socket.send_json_to({"type": "intervene", "kind": "annotate", "note": "steered it right"})
+        await socket.send_json_to({"type": "intervene", "kind": "stop"})
+        seen = await _until(socket, _finished)
+        await run
+        await socket.disconnect()
+        return flagged_while_running, paused_at, still, rejected[-1], seen
+
+    flagged, paused_at, still, rejected, seen = asyncio.run(scenario())
+    assert flagged == ("running", False)  # flagged at once, while the episode ran
+    assert still <= paused_at + 1  # paused between decisions: nothing more executed
+    assert "outside [-1.0, 1.0]" in rejected["event"]["message"]
+    attempt.refresh_from_db()
+    assert attempt.autonomous is False and attempt.termination_reason == "human_stop"
+    assert list(Intervention.objects.filter(attempt=attempt).values_list("kind", flat=True)) == [
+        "pause", "take_over", "resume", "annotate", "stop"]
+    pause = Intervention.objects.get(attempt=attempt, kind="pause")
+    assert pause.user.username == "ivan" and pause.step_index >= 2
+    human = Decision.objects.filter(attempt=attempt, actor="human")
+    assert list(human.values_list("kind", "executed")) == [("actions", 1)] * 3 + [("rejected", 0)]
+    assert attempt.accounting["human_decisions"] == 3
+    assert any(m.get("type") == "event" and m["event"]["kind"] == "finished"
+               and m["event"]["autonomous"] is False for m in seen)
+
+
+def test_a_viewer_who_joins_late_gets_the_current_state_at_once(setup):
+    attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
+    _, watcher = _user("walt", "watcher")
+    _, intervener = _user("ivan", "intervener")
+
+    async def scenario():
+        first = _socket(attempt.pk, intervener)
+        assert (await first.connect())[0]
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        await _until(first, lambda d: d.get("type") == "event" and d["event"].get("step") == 5)
+        await first.send_json_to({"type": "intervene", "kind": "pause"})
+        await _until(first, lambda d: d.get("type") == "accepted")
+        late = _socket(attempt.pk, watcher)
+        assert (await late.connect())[0]
+        state = await _next_json(late)
+        picture = await late.receive_output(10)
+        await first.send_json_to({"type": "intervene", "kind": "stop"})
+        await _until(first, _finished)
+        await run
+        await first.disconnect()
+        await late.disconnect()
+        return state, picture
+
+    state, picture = asyncio.run(scenario())
+    assert state["type"] == "state"
+    assert state["state"]["status"] == "running" and state["state"]["paused"] is True
+    assert state["state"]["autonomous"] is False and state["state"]["step"] >= 5
+    assert state["state"]["counters"]["environment_steps"] >= 5
+    assert picture.get("bytes", b"")[8:10] == b"\xff\xd8"  # and the latest picture
+
+
+def test_a_viewer_that_stops_reading_does_not_slow_the_rollout_or_grow_memory(setup):
+    # Baseline: the same rollout without a viewer.
+    baseline = _pending()
+    started = time.monotonic()
+    _run(baseline.pk)
+    alone = time.monotonic() - started
+    attempt = _pending()
+    _, session = _user("walt", "watcher")
+
+    async def scenario():
+        stalled = _socket(attempt.pk, session)
+        assert (await stalled.connect())[0]
+        begin = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        took = time.monotonic() - begin
+        await asyncio.sleep(0.5)  # let the last events arrive
+        queued = []
+        while not stalled.output_queue.empty():
+            queued.append(stalled.output_queue.get_nowait())
+        await stalled.disconnect()
+        return took, queued
+
+    took, queued = asyncio.run(scenario())
+    pictures = [m for m in queued if m.get("bytes") is not None]
+    events = [json.loads(m["text"]) for m in queued if m.get("text")]
+    steps = [e["event"]["step"] for e in events if e.get("type") == "event" and e["event"]["kind"] == "step"]
+    assert steps == list(range(51))  # the small events all came
+    assert len(pictures) == 1  # never acknowledged: one picture held, 50 newer ones replaced, none queued
+    assert took < 2 * alone + 1.0  # generous: the rollout never waits for a viewer
