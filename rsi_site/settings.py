@@ -79,8 +79,14 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # The executor thread writes while pages read: wait for the lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # The executor thread writes while pages and live views read: WAL lets readers go on, writers
+    # take the lock up front and wait for it instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=30, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
+    # Tests use a file too: an in-memory shared-cache database fails at once on table locks.
+    (BASE_DIR / ".rsi").mkdir(exist_ok=True)
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".rsi" / "test-db.sqlite3")}
 
 if redis_url := os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {

@@ -160,3 +160,65 @@ def test_a_reviewer_cannot_launch_or_start(site, browser):
         assert response.status == 403
     assert _query(db, "select count(*) from evaluator_campaign") == campaigns_before
     assert _query(db, "select count(*) from evaluator_attempt where status != 'pending' and status != 'finished'") == [(0,)]
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("live")
+    with daphne_site(tmp, users={"ivan": ["operator", "intervener"]}) as (base, env):
+        yield base, Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
+
+
+def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(live_site, browser):
+    base, db = live_site
+    page = _login(browser, base, "ivan")
+    page.goto(base + "/campaigns/new/")
+    page.select_option("#id_benchmark", "fetch")
+    page.select_option("#id_tasks", ["push"])
+    page.fill("#id_seed", "5")
+    page.fill("#id_policy", "noop")
+    page.select_option("#id_budget_mode", "decisions")
+    page.fill("#id_max_policy_calls", "400")
+    page.fill("#id_replan_interval", "1")
+    page.click("#preview")
+    page.click("#create")
+    page.click("#start-all")
+    attempt_id = _query(db, "select max(id) from evaluator_attempt")[0][0]
+    page.goto(f"{base}/attempts/{attempt_id}/live/")
+    page.wait_for_function("Number(document.getElementById('live').dataset.step || 0) >= 3", timeout=60_000)
+    assert page.is_hidden("#autonomy")
+    page.wait_for_function("document.getElementById('live-frame').naturalWidth === 640")
+    _shot(page, "live-autonomous")
+    page.click("#btn-take-over")
+    page.wait_for_selector("#autonomy", state="visible")  # flagged at once, in the live view
+    taken_at = int(page.inner_text("#live-step"))
+    for key in ("d", "d", "w"):
+        page.keyboard.press(key)
+    page.wait_for_function(f"Number(document.getElementById('live').dataset.step) >= {taken_at + 3}", timeout=30_000)
+    assert "(human)" in page.inner_text("#live-action")
+    _shot(page, "live-taken-over")
+    page.click("#btn-stop")
+    page.wait_for_function("document.getElementById('live').dataset.finished === '1'", timeout=30_000)
+    assert page.inner_text("#live-status") == "finished"
+
+    status, autonomous, reason = _query(db, "select status, autonomous, termination_reason from evaluator_attempt "
+                                            "where id = ?", attempt_id)[0]
+    assert (status, autonomous, reason) == ("finished", 0, "human_stop")
+    human = _query(db, "select count(*) from evaluator_decision where attempt_id = ? and actor = 'human' "
+                       "and executed = 1", attempt_id)[0][0]
+    assert human == 3
+    kinds = [k for (k,) in _query(db, "select kind from evaluator_intervention where attempt_id = ? order by id",
+                                  attempt_id)]
+    assert kinds == ["take_over", "stop"]
+
+    page.goto(f"{base}/attempts/{attempt_id}/")
+    page.wait_for_selector("#review[data-ready='1']")
+    assert page.is_visible("#non-autonomous")
+    assert page.locator("#timeline .intervention-mark").count() == 2
+    assert page.locator("#timeline .decision.human").count() == 3
+    step = _query(db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'",
+                  attempt_id)[0][0]
+    page.goto(f"{base}/attempts/{attempt_id}/#step={step}")
+    page.wait_for_function(f"document.getElementById('step-number').textContent === '{step}'")
+    assert "take_over by ivan" in page.inner_text("#step-notes")
+    _shot(page, "review-with-intervention")
