@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 from evaluator.forms import LaunchForm
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
+from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
 from evaluator.services import (
@@ -294,12 +295,8 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
 def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
     _require(request, "watch_attempt")
     attempt = _attempt(request, attempt_id)
-    from evaluator.protocol.actions import action_contract
-
-    config = attempt.campaign.protocol_config
-    contract = action_contract(config["benchmark"], config["interface_version"]).describe()
     return render(request, "evaluator/live.html", {
-        "attempt": attempt, "contract": contract,
+        "attempt": attempt, "contract": _contract(attempt).describe(),
         "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
     })
 
@@ -313,7 +310,7 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
         "status": attempt.status,
         "fps": frames["fps"] if frames else None,
         "frames": [f["step"] for f in frames["frames"]] if frames else [],
-        "action_components": _components(attempt),
+        "action_components": list(_contract(attempt).component_names),
         "steps": list(attempt.steps.order_by("index").values(
             "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction")),
         "decisions": list(attempt.decisions.order_by("index").values(
@@ -329,11 +326,9 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
     })
 
 
-def _components(attempt: Attempt) -> list[str]:
-    from evaluator.protocol.actions import action_contract
-
+def _contract(attempt: Attempt) -> ActionContract:
     config = attempt.campaign.protocol_config
-    return list(action_contract(config["benchmark"], config["interface_version"]).component_names)
+    return action_contract(config["benchmark"], config["interface_version"])
 
 
 def _frame_index(attempt: Attempt) -> dict | None:

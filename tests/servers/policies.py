@@ -89,8 +89,27 @@ class _NoDelayHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def send_body(self, code: int, data: bytes, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-class HttpPolicyServer(_Recorder):
+
+class _HttpServer(_Recorder):
+    def _serve(self, handler) -> int:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.server.server_address[1]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class HttpPolicyServer(_HttpServer):
     """POST /act with the RSI HTTP JSON protocol."""
 
     def __init__(self, behaviour):
@@ -117,27 +136,13 @@ class HttpPolicyServer(_Recorder):
                     time.sleep(reply.seconds)
                     reply = zero_chunk()
                 if isinstance(reply, Status):
-                    self._send(reply.code, b"internal error", "text/plain")
+                    self.send_body(reply.code, b"internal error", "text/plain")
                 elif isinstance(reply, Text):
-                    self._send(200, reply.text.encode(), "text/plain")
+                    self.send_body(200, reply.text.encode(), "text/plain")
                 else:
-                    self._send(200, json.dumps(reply).encode(), "application/json")
+                    self.send_body(200, json.dumps(reply).encode(), "application/json")
 
-            def _send(self, code, data, content_type):
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/act"
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.url = f"http://127.0.0.1:{self._serve(Handler)}/act"
 
 
 class OpenPiServer(_Recorder):
@@ -172,7 +177,7 @@ class OpenPiServer(_Recorder):
         self.server.shutdown()
 
 
-class ChatServer(_Recorder):
+class ChatServer(_HttpServer):
     """An OpenAI-compatible /v1/chat/completions endpoint replaying scripted contents."""
 
     PROMPT_TOKENS, COMPLETION_TOKENS = 1200, 40
@@ -198,17 +203,6 @@ class ChatServer(_Recorder):
                               "completion_tokens": ChatServer.COMPLETION_TOKENS,
                               "total_tokens": ChatServer.PROMPT_TOKENS + ChatServer.COMPLETION_TOKENS},
                 }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_body(200, data, "application/json")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.base_url = f"http://127.0.0.1:{self._serve(Handler)}/v1"
