@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from environment.workers.wire import jsonable
 from evaluator.native import NativeObservation, NativeStep, WorkerFailure
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, Usage
 from evaluator.protocol.actions import ActionContract, validate_response
@@ -115,23 +116,6 @@ class EpisodeResult:
     rejected_calls: int
     error_detail: str = ""
     accounting: dict = field(default_factory=dict)
-
-
-def jsonable(value: Any) -> Any:
-    """A JSON-ready copy: arrays as lists, non-finite floats as strings (strict JSON has none)."""
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 class _Episode:

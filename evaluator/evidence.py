@@ -20,7 +20,8 @@ import av
 import numpy as np
 from PIL import Image
 
-from evaluator.episode import DecisionRecord, jsonable
+from environment.workers.wire import jsonable
+from evaluator.episode import DecisionRecord
 from evaluator.native import NativeObservation
 from evaluator.policies.base import MailboxMessage
 

@@ -12,11 +12,13 @@ or {"ok": false, "error": {"type": "install" | "reset" | "render" | "native_runt
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import sys
 import traceback
-from typing import Callable
+from collections.abc import Mapping
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,6 +37,23 @@ class NativeError(Exception):
     def __init__(self, error_type: str, message: str):
         super().__init__(message)
         self.error_type = error_type
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready deep copy: arrays as lists, non-finite floats and other objects as text."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
 
 
 def encode_frame(header: dict, arrays: dict[str, np.ndarray] | None = None) -> bytes:

@@ -9,7 +9,7 @@ import numpy as np
 from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import connect
 
-from evaluator.episode import jsonable
+from environment.workers.wire import jsonable
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.protocol.scoring import ErrorType
 

@@ -1,0 +1,89 @@
+"""Construction and stepping of the SimplerEnv prepackaged tasks, as the protocol requires.
+
+Runs inside the SAPIEN worker's own interpreter: standard library and numpy only; the upstream
+modules (the pinned alias map and gymnasium's `make`) are handed in, never imported here, so the
+same code is checked against a double of them where the upstream cannot run.
+
+What it guards against (upstream_simplerenv_facts.md §1, §4-§6, §10):
+- `simpler_env.make` mutates the global alias map and sets obs_mode to a tuple: never call it;
+  copy the alias's kwargs and call gym's make with obs_mode="rgbd", prepackaged_config=True.
+- The extended track sets the TimeLimit (max_episode_steps) at construction; the catalog keeps H.
+- Success is the step's own info; evaluate(), get_info() and advance_to_next_subtask() are never
+  called; per-step info is deep-copied (episode_stats is one dict, mutated in place).
+- The instruction is read from the unwrapped env after each step and delivered with the next
+  observation; a change (the apple task's timed switch inside step 101) is recorded at its step.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from wire import jsonable  # this directory is on the worker's path
+
+UINT32 = 2**32
+
+
+class AdapterError(Exception):
+    """A request the adapter refuses before it reaches the upstream env."""
+
+
+def construction(alias_map: Mapping[str, tuple[str, dict]], alias: str, max_episode_steps: int) -> tuple[str, dict]:
+    """The env id and an independent copy of the kwargs to build `alias` with."""
+    if alias not in alias_map:
+        raise AdapterError(f"{alias!r} is not a prepackaged alias of the pinned upstream")
+    env_id, alias_kwargs = alias_map[alias]
+    kwargs = copy.deepcopy(dict(alias_kwargs))  # never the map's own dict
+    kwargs.update(obs_mode="rgbd", prepackaged_config=True, max_episode_steps=int(max_episode_steps))
+    return env_id, kwargs
+
+
+class SimplerEpisode:
+    """One env of one prepackaged alias (one env per worker process)."""
+
+    def __init__(self, gym_make: Callable[..., Any], alias_map: Mapping, alias: str, camera: str,
+                 max_episode_steps: int):
+        self.env_id, self.kwargs = construction(alias_map, alias, max_episode_steps)
+        self.camera = camera
+        self.env = gym_make(self.env_id, **self.kwargs)
+        self.instruction = ""
+        self.steps = 0
+
+    def _rgb(self, obs: Mapping) -> np.ndarray:
+        rgb = obs["image"][self.camera]["rgb"]
+        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise AdapterError(f"camera {self.camera} gave {rgb.dtype} {rgb.shape}, not an RGB frame")
+        return rgb  # the documented camera's pixels, unresized
+
+    def reset(self, seed: int) -> tuple[np.ndarray, str, dict]:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < UINT32:
+            raise AdapterError(f"reset seeds are explicit, in [0, 2**32): got {seed!r}")
+        obs, info = self.env.reset(seed=seed)
+        self.steps = 0
+        self.instruction = self.env.unwrapped.get_language_instruction()
+        keep = ("scene_name", "urdf_version", "rgb_overlay_path", "episode_id", "model_id", "station_name")
+        return self._rgb(obs), self.instruction, {k: jsonable(info[k]) for k in keep if k in info}
+
+    def step(self, action: np.ndarray) -> dict:
+        """Execute one validated action; the result as the worker reports it."""
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (7,) or not np.all(np.isfinite(action)):
+            raise AdapterError(f"refusing malformed action of shape {action.shape}")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        info = jsonable(info)  # a copy now: upstream mutates episode_stats in place later
+        instruction = self.env.unwrapped.get_language_instruction()
+        changed = instruction != self.instruction
+        self.instruction = instruction
+        return {
+            "rgb": self._rgb(obs),
+            "success": bool(info["success"]),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "reward": float(reward),
+            "instruction": instruction,  # for the next scheduled observation
+            "instruction_changed_at_step": self.steps if changed else None,
+            "info": info,
+        }
