@@ -4,12 +4,13 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv setup
+.PHONY: run test venv setup system-run system-test sapien-env vulkan-layer
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
@@ -17,7 +18,25 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-setup: venv
+# The SAPIEN worker runs in its own interpreter (numpy<2, gymnasium<1.0, sapien 2.2.2).
+$(SAPIEN_VENV)/.installed: environment/sapien/requirements.txt
+	$(PYTHON) -m venv $(SAPIEN_VENV)
+	$(SAPIEN_VENV)/bin/python -m pip install --quiet -r environment/sapien/requirements.txt
+	touch $@
+
+sapien-env: $(SAPIEN_VENV)/.installed
+
+# The Vulkan layer that lets SAPIEN create its device on lavapipe (environment/RENDERING.md).
+vulkan-layer:
+	$(MAKE) --no-print-directory -C environment/vulkan
+
+system-run:
+	bash scripts/system-packages.sh run
+
+system-test:
+	bash scripts/system-packages.sh test
+
+setup: system-run venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_catalogs
 	$(PY) manage.py ensure_admin
@@ -26,5 +45,6 @@ run: setup
 	@echo "Serving RSI on http://$(HOST):$(PORT)/ (admin at /admin/)"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) rsi_site.asgi:application
 
-test: venv
+test: system-test venv sapien-env vulkan-layer
+	mkdir -p test-artifacts
 	$(PY) -m pytest

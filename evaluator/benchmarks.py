@@ -2,6 +2,8 @@
 
 RSI_FETCH_PYTHON   interpreter of the Fetch worker (default: the evaluator's own)
 MUJOCO_GL          egl or osmesa; when unset RSI probes EGL first, then OSMesa
+RSI_SAPIEN_PYTHON  interpreter of the SAPIEN worker (default: .venv-sapien/bin/python, `make sapien-env`)
+RSI_VULKAN_LAYER   on | off: load RSI's Vulkan layer for lavapipe (default: on when it is built)
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from pathlib import Path
 from evaluator.native import WorkerSpec
 from evaluator.protocol.errors import UnknownBenchmark
 
-WORKERS_DIR = Path(__file__).resolve().parents[1] / "environment" / "workers"
+ROOT = Path(__file__).resolve().parents[1]
+WORKERS_DIR = ROOT / "environment" / "workers"
+LAYER_DIR = ROOT / "environment" / "vulkan" / "build"
+LAYER_NAME = "VK_LAYER_RSI_external_fd_stub"
+SAPIEN_FAMILIES = ("maniskill2", "simpler_env")
 
 _GL_PROBE = "import mujoco; c = mujoco.GLContext(8, 8); c.make_current(); c.free()"
 
@@ -43,4 +49,29 @@ def worker_spec(benchmark: str) -> WorkerSpec:
             script=WORKERS_DIR / "fetch_worker.py",
             env={"MUJOCO_GL": mujoco_gl(python)},
         )
+    if benchmark in SAPIEN_FAMILIES:
+        return WorkerSpec(
+            benchmark=benchmark,
+            python=os.environ.get("RSI_SAPIEN_PYTHON", str(ROOT / ".venv-sapien" / "bin" / "python")),
+            script=WORKERS_DIR / "sapien_worker.py",
+            env=vulkan_layer_env(),
+        )
     raise UnknownBenchmark(f"no native worker for {benchmark!r} on this host")
+
+
+def vulkan_layer_env() -> dict[str, str]:
+    """The environment that loads RSI's lavapipe layer, when it is built and not switched off."""
+    wanted = os.environ.get("RSI_VULKAN_LAYER", "on") != "off"
+    if not (wanted and (LAYER_DIR / "rsi_external_fd_layer.json").exists()):
+        return {}
+    return {"VK_LAYER_PATH": str(LAYER_DIR), "VK_INSTANCE_LAYERS": LAYER_NAME}
+
+
+def reset_options(benchmark: str, task, evaluation_horizon: int, control_mode: str | None = None) -> dict:
+    """What the benchmark's worker needs to build and reset the env of a catalog task."""
+    options = {"env_id": task.env_id, "instruction": task.instruction, "max_episode_steps": evaluation_horizon}
+    if benchmark == "maniskill2":
+        options.update(family="maniskill2", camera=task.camera, control_mode=control_mode)
+    elif benchmark == "simpler_env":
+        options.update(family="simpler_env", env_id=task.name, camera=task.camera)  # the adapter keys by alias
+    return options

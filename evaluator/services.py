@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator.benchmarks import worker_spec
+from evaluator.benchmarks import reset_options, worker_spec
 from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, run_episode
 from evaluator.evidence import EvidenceWriter
 from evaluator.live import hub
@@ -394,11 +394,10 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             budget=budget,
             contract=action_contract(config.benchmark, config.interface_version),
             seed=attempt.seed,
-            reset_options={
-                "env_id": task.env_id,
-                "instruction": task.instruction,
-                "max_episode_steps": budget.evaluation_horizon,
-            },
+            reset_options=reset_options(
+                campaign.benchmark.name, task, budget.evaluation_horizon,
+                load_catalog(campaign.benchmark.name).settings.get("control_mode"),
+            ),
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
             control=control,

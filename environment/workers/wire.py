@@ -6,7 +6,7 @@ raw bytes, never as JSON lists. This module imports only the standard library an
 so that a worker can run in the benchmark's own interpreter.
 
 Requests: {"op": "describe" | "reset" | "step" | "close", ...}; replies: {"ok": true, ...}
-or {"ok": false, "error": {"type": "install" | "reset" | "render" | "native_runtime", "message": ...}}.
+or {"ok": false, "error": {"type": one of ERROR_TYPES, "message": ...}}.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 MAGIC = b"RSI1"
 MAX_HEADER = 1 << 20
-ERROR_TYPES = ("install", "reset", "render", "native_runtime")
+ERROR_TYPES = ("install", "reset", "render", "render_device_unavailable", "native_runtime")
 
 
 class ProtocolViolation(Exception):

@@ -56,6 +56,13 @@ FETCH_ACTION = ActionContract(
     bounds=((-1.0, 1.0),) * 4,
 )
 
+# ManiSkill2's pd_ee_delta_pose: normalized translation and axis-angle rotation, then the gripper.
+MANISKILL2_ACTION = ActionContract(
+    name="maniskill2/pd-ee-delta-pose-normalized/v1",
+    component_names=("dx", "dy", "dz", "rotation_x", "rotation_y", "rotation_z", "gripper"),
+    bounds=((-1.0, 1.0),) * 7,
+)
+
 SIMPLE_JOINT_SLOTS = (
     tuple(f"left_hand_{j}" for j in ("thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1"))
     + tuple(f"right_hand_{j}" for j in ("thumb_0", "thumb_1", "thumb_2", "index_0", "index_1", "middle_0", "middle_1"))
@@ -95,6 +102,8 @@ def action_contract(benchmark: str, interface_version: int) -> ActionContract:
         return SIMPLER_ENV_ACTION
     if benchmark == "fetch":
         return FETCH_ACTION
+    if benchmark == "maniskill2":
+        return MANISKILL2_ACTION
     if benchmark == "simple_humanoid" and interface_version == 2:
         return SIMPLE_V2_ACTION
     raise ValueError(f"no action contract for {benchmark} v{interface_version}")

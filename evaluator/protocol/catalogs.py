@@ -250,16 +250,18 @@ def _build_simple_humanoid(doc: dict) -> dict:
     }
 
 
-def _build_fetch(doc: dict) -> dict:
-    robot = _require(doc, "robot", dict, "fetch")
+def _build_single_robot(doc: dict) -> dict:
+    """A catalog of tasks that share one robot and camera (the Fetch and ManiSkill2 benchmarks)."""
+    benchmark = doc["benchmark"]
+    robot = _require(doc, "robot", dict, benchmark)
     tasks: dict[str, TaskSpec] = {}
-    for entry in _require(doc, "tasks", list, "fetch"):
+    for entry in _require(doc, "tasks", list, benchmark):
         where = f"task {entry.get('name')!r}"
         name = _require(entry, "name", str, where)
         if name in tasks:
             raise CatalogError(f"duplicate task {name!r}")
         tasks[name] = TaskSpec(
-            benchmark="fetch",
+            benchmark=benchmark,
             name=name,
             env_id=_require(entry, "env_id", str, where),
             native_horizon=_horizon(entry.get("native_horizon"), where),
@@ -270,10 +272,16 @@ def _build_fetch(doc: dict) -> dict:
             control_hz=_require(robot, "control_hz", (int, float), "robot"),
             controller=_require(robot, "controller", str, "robot"),
         )
-    return {"tasks": tasks, "aliases": {}, "groups": {}, "settings": {"success": doc.get("success", "")}}
+    settings = {"success": doc.get("success", ""), "control_mode": robot.get("control_mode")}
+    return {"tasks": tasks, "aliases": {}, "groups": {}, "settings": settings}
 
 
-BUILDERS = {"simpler_env": _build_simpler_env, "simple_humanoid": _build_simple_humanoid, "fetch": _build_fetch}
+BUILDERS = {
+    "simpler_env": _build_simpler_env,
+    "simple_humanoid": _build_simple_humanoid,
+    "fetch": _build_single_robot,
+    "maniskill2": _build_single_robot,
+}
 
 
 def load_catalog_file(path: Path) -> Catalog:

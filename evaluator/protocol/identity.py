@@ -108,6 +108,13 @@ FAMILIES: dict[str, Family] = {
             decisions=10,
             decision_replan=5,
         ),
+        # ManiSkill2 0.5.3 on SAPIEN: how CI exercises the SAPIEN path without SimplerEnv's assets.
+        Family(
+            benchmark="maniskill2",
+            prefix="maniskill2-development",
+            sensors=("rgb",),
+            versions=(1,),
+        ),
     )
 }
 

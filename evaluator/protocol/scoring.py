@@ -43,6 +43,7 @@ class ErrorType(enum.Enum):
     INSTALL = "install"
     RESET = "reset"
     RENDER = "render"
+    RENDER_DEVICE_UNAVAILABLE = "render_device_unavailable"  # no Vulkan device the renderer can use
     NATIVE_RUNTIME = "native_runtime"
     WORKER_LOST = "worker_lost"
     EVALUATOR = "evaluator"  # a fault of RSI itself: never the policy's
@@ -64,6 +65,7 @@ _INFRASTRUCTURE = frozenset(
         ErrorType.INSTALL,
         ErrorType.RESET,
         ErrorType.RENDER,
+        ErrorType.RENDER_DEVICE_UNAVAILABLE,
         ErrorType.NATIVE_RUNTIME,
         ErrorType.WORKER_LOST,
         ErrorType.EVALUATOR,

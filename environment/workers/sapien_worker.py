@@ -1,0 +1,144 @@
+"""Native worker for SAPIEN 2.2.2 benchmarks: ManiSkill2 0.5.3 tasks and the SimplerEnv
+prepackaged aliases (through simpler_adapter). Runs in .venv-sapien (numpy<2, gymnasium<1.0),
+one env per process, speaking the protocol of wire.py on its stdin/stdout.
+
+On a CPU host SAPIEN renders through Mesa's lavapipe with RSI's Vulkan layer
+(environment/vulkan, environment/RENDERING.md); the evaluator sets VK_LAYER_PATH and
+VK_INSTANCE_LAYERS and records them in provenance.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import metadata
+
+import numpy as np
+
+from wire import NativeError, jsonable, serve
+
+WIDTH, HEIGHT = 640, 480
+# What SAPIEN says when it finds no Vulkan device it can use (environment/RENDERING.md).
+NO_DEVICE = ("ErrorExtensionNotPresent", "suitable rendering device", "enumeratePhysicalDevices", "ErrorInitializationFailed")
+RENDER_FAILURES = ("vk::", "Vulkan", "OptiX", "svulkan2")
+
+
+class SapienWorker:
+    def __init__(self) -> None:
+        self.env = None
+        self.family = self.key = None
+        self.camera = None
+        self.instruction = ""
+        self.native_steps = 0
+        self.simpler = None
+
+    def describe(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        try:
+            import gymnasium  # noqa: F401
+            import mani_skill2  # noqa: F401
+            import sapien  # noqa: F401
+        except ImportError as exc:
+            raise NativeError("install", f"cannot import the SAPIEN stack: {exc}") from None
+        try:
+            import simpler_env  # noqa: F401  (present only where the pinned upstream is installed)
+
+            simpler = True
+        except ImportError:
+            simpler = False
+        return {
+            "benchmark": "sapien",
+            "python": sys.version.split()[0],
+            "packages": {name: metadata.version(name) for name in ("sapien", "mani_skill2", "gymnasium", "numpy")},
+            "simpler_env_installed": simpler,
+            "vulkan": {k: os.environ.get(k) for k in ("VK_INSTANCE_LAYERS", "VK_LAYER_PATH", "VK_ICD_FILENAMES")},
+        }, {}
+
+    def _build(self, request: dict) -> None:
+        import gymnasium as gym
+
+        family = request["family"]
+        steps = int(request["max_episode_steps"])
+        try:
+            if family == "maniskill2":
+                import mani_skill2.envs  # noqa: F401  (registers the tasks)
+
+                self.camera = request["camera"]
+                self.env = gym.make(
+                    request["env_id"], obs_mode="rgbd", control_mode=request["control_mode"],
+                    camera_cfgs={self.camera: {"width": WIDTH, "height": HEIGHT}}, max_episode_steps=steps,
+                )
+            elif family == "simpler_env":
+                import simpler_env
+                from simpler_adapter import SimplerEpisode
+
+                self.simpler = SimplerEpisode(gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"],
+                                              request["camera"], steps)
+            else:
+                raise NativeError("install", f"unknown SAPIEN benchmark family {family!r}")
+        except ImportError as exc:
+            raise NativeError("install", f"{family} is not installed here: {exc}") from None
+        except RuntimeError as exc:
+            if any(m in str(exc) for m in NO_DEVICE):
+                kind = "render_device_unavailable"
+            else:
+                kind = "render" if any(m in str(exc) for m in RENDER_FAILURES) else "reset"
+            raise NativeError(kind, f"{type(exc).__name__}: {exc}") from None
+        self.family, self.key = family, request["env_id"]
+
+    def _rgb(self, obs: dict) -> np.ndarray:
+        rgb = obs["image"][self.camera]["rgb"]
+        if rgb.shape != (HEIGHT, WIDTH, 3) or rgb.dtype != np.uint8:
+            raise NativeError("render", f"camera {self.camera} gave {rgb.dtype} {rgb.shape}")
+        return rgb
+
+    def reset(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        if self.family is None:
+            self._build(request)
+        elif request["env_id"] != self.key:
+            raise NativeError("reset", f"this worker holds {self.key}; one env per process")
+        seed = request["seed"]
+        if not (isinstance(seed, int) and 0 <= seed < 2**32):
+            raise NativeError("reset", f"seed must be in [0, 2**32), got {seed!r}")
+        self.native_steps = 0
+        if self.simpler is not None:
+            rgb, self.instruction, reset_info = self.simpler.reset(seed)
+            return {"instruction": self.instruction, "reset_info": reset_info, "native_steps": 0}, {"rgb": rgb}
+        obs, info = self.env.reset(seed=seed)
+        self.instruction = request["instruction"]  # ManiSkill2 tasks have no native language: the catalog's
+        return {"instruction": self.instruction, "reset_info": jsonable(info), "native_steps": 0}, {"rgb": self._rgb(obs)}
+
+    def step(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        action = arrays.get("action")
+        if action is None or action.shape != (7,) or not np.all(np.isfinite(action)):
+            raise NativeError("native_runtime", f"refusing malformed action {action!r}")
+        if self.simpler is not None:
+            result = self.simpler.step(action)
+            self.native_steps += 1
+            rgb = result.pop("rgb")
+            return {**result, "native_steps": self.native_steps}, {"rgb": rgb}
+        obs, reward, terminated, truncated, info = self.env.step(np.array(action, dtype=np.float64))
+        self.native_steps += 1
+        info = jsonable(info)
+        return {
+            "success": bool(info["success"]),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "reward": float(reward),
+            "instruction": self.instruction,
+            "native_steps": self.native_steps,
+            "info": info,
+        }, {"rgb": self._rgb(obs)}
+
+    def close(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        env = self.simpler.env if self.simpler is not None else self.env
+        if env is not None:
+            env.close()
+        return {"native_steps": self.native_steps}, {}
+
+
+if __name__ == "__main__":
+    worker = SapienWorker()
+    serve(
+        {"describe": worker.describe, "reset": worker.reset, "step": worker.step, "close": worker.close},
+        default_errors={"describe": "install", "reset": "reset", "step": "native_runtime", "close": "native_runtime"},
+    )
