@@ -67,6 +67,16 @@ def vulkan_layer_env() -> dict[str, str]:
     return {"VK_LAYER_PATH": str(LAYER_DIR), "VK_INSTANCE_LAYERS": LAYER_NAME}
 
 
+def rendering_provenance(benchmark: str, env: dict) -> dict:
+    """How this attempt's pictures were made, when that is not the upstream's reference renderer."""
+    if benchmark not in SAPIEN_FAMILIES or env.get("VK_INSTANCE_LAYERS") != LAYER_NAME:
+        return {}
+    return {
+        "renderer": "Mesa lavapipe (CPU) with RSI's Vulkan layer VK_LAYER_RSI_external_fd_stub",
+        "caveat": "not the NVIDIA reference renderer; ray tracing without the OptiX denoiser is not an equivalent repair",
+    }
+
+
 def reset_options(benchmark: str, task, evaluation_horizon: int, control_mode: str | None = None) -> dict:
     """What the benchmark's worker needs to build and reset the env of a catalog task."""
     options = {"env_id": task.env_id, "instruction": task.instruction, "max_episode_steps": evaluation_horizon}

@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator.benchmarks import reset_options, worker_spec
+from evaluator.benchmarks import rendering_provenance, reset_options, worker_spec
 from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, run_episode
 from evaluator.evidence import EvidenceWriter
 from evaluator.live import hub
@@ -387,6 +387,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     try:
         spec = worker_spec(campaign.benchmark.name)
         provenance["worker"] = {"python": spec.python, "script": spec.script.name, "env": dict(spec.env)}
+        provenance["rendering"] = rendering_provenance(campaign.benchmark.name, spec.env)
         worker = NativeWorker(spec)
         provenance["worker"]["describe"] = worker.describe()
         episode = EpisodeSpec(

@@ -35,6 +35,7 @@ def test_a_maniskill2_episode_renders_real_frames_and_scores_the_last_step(run_c
     packages = attempt.provenance["worker"]["describe"]["packages"]
     assert (packages["sapien"], packages["mani_skill2"]) == ("2.2.2", "0.5.3") and packages["numpy"].startswith("1.")
     assert attempt.provenance["worker"]["env"]["VK_INSTANCE_LAYERS"] == "VK_LAYER_RSI_external_fd_stub"
+    assert "not the NVIDIA reference renderer" in attempt.provenance["rendering"]["caveat"]
 
 
 class NanArm(Policy):
@@ -80,3 +81,21 @@ def test_without_the_layer_lavapipe_is_a_typed_render_device_error(run_cell, mon
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "render_device_unavailable")
     assert "ErrorExtensionNotPresent" in attempt.error_detail
     assert attempt.environment_steps == 0
+
+
+def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
+    from evaluator.doctor import diagnose
+
+    monkeypatch.setenv("RSI_VULKAN_LAYER", "on")
+    with_layer = diagnose()
+    assert with_layer["vulkan_layer"]["enabled"] and with_layer["sapien_renderer"]["ok"]
+    assert with_layer["benchmarks"]["maniskill2"]["ready"]
+    assert "lavapipe" in with_layer["benchmarks"]["maniskill2"]["note"]
+    assert with_layer["vulkan"]["external_fd"]  # the layer advertises the two extensions
+    monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
+    without = diagnose()
+    assert not without["sapien_renderer"]["ok"] and not without["vulkan"]["external_fd"]
+    assert not without["benchmarks"]["maniskill2"]["ready"]
+    assert without["benchmarks"]["maniskill2"]["reason"].startswith("RenderDeviceUnavailable")
+    assert "ErrorExtensionNotPresent" in without["benchmarks"]["maniskill2"]["reason"]
+    assert with_layer["benchmarks"]["fetch"]["ready"] and not with_layer["benchmarks"]["simple_humanoid"]["ready"]
