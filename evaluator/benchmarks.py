@@ -77,11 +77,19 @@ def rendering_provenance(benchmark: str, env: dict) -> dict:
     }
 
 
-def reset_options(benchmark: str, task, evaluation_horizon: int, control_mode: str | None = None) -> dict:
+def reset_options(benchmark: str, task, evaluation_horizon: int, catalog) -> dict:
     """What the benchmark's worker needs to build and reset the env of a catalog task."""
     options = {"env_id": task.env_id, "instruction": task.instruction, "max_episode_steps": evaluation_horizon}
     if benchmark == "maniskill2":
-        options.update(family="maniskill2", camera=task.camera, control_mode=control_mode)
+        options.update(family="maniskill2", camera=task.camera, control_mode=catalog.settings["control_mode"])
     elif benchmark == "simpler_env":
-        options.update(family="simpler_env", env_id=task.name, camera=task.camera)  # the adapter keys by alias
+        upstream = catalog.provenance["upstream"]
+        options.update(
+            family="simpler_env",
+            env_id=task.name,  # the adapter builds by alias
+            camera=task.camera,
+            required_assets=list(task.details.get("required_assets", [])),
+            pinned_revisions={"simpler_env": upstream["simpler_env"]["revision"],
+                              "mani_skill2_real2sim": upstream["maniskill2_real2sim"]["revision"]},
+        )
     return options

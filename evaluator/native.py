@@ -73,6 +73,7 @@ class NativeWorker:
         self.spec = spec
         self._stderr = collections.deque(maxlen=STDERR_LINES)
         self._dead = False
+        self.reset_info: dict = {}
         try:
             self.process = subprocess.Popen(
                 [spec.python, str(spec.script)],
@@ -160,7 +161,9 @@ class NativeWorker:
         return self.request("describe")[0]
 
     def reset(self, seed: int, **options) -> NativeObservation:
-        return self._observation(*self.request("reset", {"seed": seed, **options}))
+        header, arrays = self.request("reset", {"seed": seed, **options})
+        self.reset_info = header.get("reset_info", {})  # scene, urdf version, overlay: for provenance
+        return self._observation(header, arrays)
 
     def step(self, action: tuple[float, ...]) -> NativeStep:
         header, arrays = self.request("step", arrays={"action": np.asarray(action, dtype=np.float64)})

@@ -396,8 +396,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             contract=action_contract(config.benchmark, config.interface_version),
             seed=attempt.seed,
             reset_options=reset_options(
-                campaign.benchmark.name, task, budget.evaluation_horizon,
-                load_catalog(campaign.benchmark.name).settings.get("control_mode"),
+                campaign.benchmark.name, task, budget.evaluation_horizon, load_catalog(campaign.benchmark.name)
             ),
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
@@ -419,6 +418,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         raise
     finally:
         if worker is not None:
+            provenance["reset_info"] = worker.reset_info
             provenance["worker"]["closed"] = worker.close()
     return _finish(attempt, result, evidence, provenance)
 

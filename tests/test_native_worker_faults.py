@@ -16,24 +16,13 @@ from evaluator.policies.base import Policy, PolicyReply
 from evaluator import benchmarks, services
 from evaluator.models import Attempt
 from evaluator.native import WorkerSpec
+from tests.servers.processes import child_workers
 
 DOUBLES = Path(__file__).resolve().parent / "doubles"
 
 
 def _fetch_workers() -> list[int]:
-    """Pids of Fetch workers started by this test process."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if b"fetch_worker.py" in cmdline and ppid == os.getpid():
-            pids.append(int(entry.name))
-    return pids
+    return child_workers("environment/workers/fetch_worker.py")
 
 
 class SignalWorkerAtCall(Policy):

@@ -12,6 +12,7 @@ from PIL import Image
 
 from evaluator.benchmarks import worker_spec
 from evaluator.policies.base import Policy, PolicyReply
+from tests.servers.processes import child_workers
 
 pytestmark = pytest.mark.skipif(not os.path.exists(worker_spec("maniskill2").python),
                                 reason="make sapien-env builds .venv-sapien (make test does)")
@@ -57,14 +58,8 @@ class KillAtThirdCall(Policy):
     def act(self, message):
         self.calls += 1
         if self.calls == 3:
-            for entry in os.listdir("/proc"):
-                if entry.isdigit():
-                    try:
-                        cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
-                    except OSError:
-                        continue
-                    if b"environment/workers/sapien_worker.py" in cmdline:  # the worker, not this test file
-                        os.kill(int(entry), signal.SIGKILL)
+            for pid in child_workers("environment/workers/sapien_worker.py"):
+                os.kill(pid, signal.SIGKILL)
         return PolicyReply({"actions": [[0.0] * 7] * 5})
 
 
@@ -99,3 +94,11 @@ def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
     assert without["benchmarks"]["maniskill2"]["reason"].startswith("RenderDeviceUnavailable")
     assert "ErrorExtensionNotPresent" in without["benchmarks"]["maniskill2"]["reason"]
     assert with_layer["benchmarks"]["fetch"]["ready"] and not with_layer["benchmarks"]["simple_humanoid"]["ready"]
+
+
+def test_simpler_env_without_the_pinned_upstream_is_an_install_error_before_any_control(run_cell):
+    # Here .venv-sapien holds ManiSkill2 0.5.3 but not the pinned SimplerEnv upstream.
+    attempt = run_cell(benchmark="simpler_env", task="widowx_spoon_on_towel", policy="noop", seed=1)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
+    assert "simpler_env is not installed here" in attempt.error_detail
+    assert attempt.environment_steps == 0 and attempt.policy_calls == 0

@@ -57,8 +57,9 @@ def test_the_apple_instruction_changes_for_the_observation_after_step_101_and_no
     # "native timed advancement changes instruction on **action 101** ... Return the native new
     # instruction in the next scheduled observation."
     episode, _ = _episode("google_robot_place_apple_in_closed_top_drawer")
-    _, instruction, _ = episode.reset(seed=7)
+    _, instruction, reset_info = episode.reset(seed=7)
     assert instruction == "open top drawer"
+    assert reset_info == {"scene_name": "double", "urdf_version": "", "rgb_overlay_path": "a0.png"}  # for provenance
     results = [episode.step(ZERO) for _ in range(102)]
     assert results[99]["instruction"] == "open top drawer"  # the observation after step 100
     assert results[100]["instruction"] == "place apple into top drawer"  # after step 101

@@ -9,6 +9,7 @@ VK_INSTANCE_LAYERS and records them in provenance.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import metadata
@@ -21,6 +22,23 @@ WIDTH, HEIGHT = 640, 480
 # What SAPIEN says when it finds no Vulkan device it can use (environment/RENDERING.md).
 NO_DEVICE = ("ErrorExtensionNotPresent", "suitable rendering device", "enumeratePhysicalDevices", "ErrorInitializationFailed")
 RENDER_FAILURES = ("vk::", "Vulkan", "OptiX", "svulkan2")
+
+
+def installed_revision(distribution: str) -> str | None:
+    """The VCS commit pip recorded for a package installed from a repository, if any."""
+    try:
+        raw = metadata.distribution(distribution).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    return json.loads(raw or "{}").get("vcs_info", {}).get("commit_id")
+
+
+def check_pins(pinned: dict) -> None:
+    for distribution, revision in pinned.items():
+        installed = installed_revision(distribution)
+        if installed != revision:
+            raise NativeError("install", f"{distribution} is at {installed or 'an unknown revision'}, "
+                                         f"the protocol pins {revision}")
 
 
 class SapienWorker:
@@ -50,6 +68,7 @@ class SapienWorker:
             "python": sys.version.split()[0],
             "packages": {name: metadata.version(name) for name in ("sapien", "mani_skill2", "gymnasium", "numpy")},
             "simpler_env_installed": simpler,
+            "upstream_revisions": {d: installed_revision(d) for d in ("simpler_env", "mani_skill2_real2sim")},
             "vulkan": {k: os.environ.get(k) for k in ("VK_INSTANCE_LAYERS", "VK_LAYER_PATH", "VK_ICD_FILENAMES")},
         }, {}
 
@@ -68,9 +87,17 @@ class SapienWorker:
                     camera_cfgs={self.camera: {"width": WIDTH, "height": HEIGHT}}, max_episode_steps=steps,
                 )
             elif family == "simpler_env":
+                import mani_skill2_real2sim
                 import simpler_env
                 from simpler_adapter import SimplerEpisode
 
+                check_pins(request["pinned_revisions"])
+                missing = [p for p in request["required_assets"]
+                           if not (mani_skill2_real2sim.ASSET_DIR / p.removeprefix("data/")).is_file()]
+                if missing:
+                    # SAPIEN would only log "File not found" and build a scene without its table.
+                    raise NativeError("install", f"missing upstream assets under {mani_skill2_real2sim.ASSET_DIR}: "
+                                                 + ", ".join(missing))
                 self.simpler = SimplerEpisode(gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"],
                                               request["camera"], steps)
             else:

@@ -1,0 +1,20 @@
+"""Finding the native workers that this test process started (never anybody else's)."""
+
+import os
+from pathlib import Path
+
+
+def child_workers(script: str) -> list[int]:
+    """Pids of this process's children whose command line runs `script`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and any(arg.endswith(script.encode()) for arg in cmdline):
+            pids.append(int(entry.name))
+    return pids
