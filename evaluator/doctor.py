@@ -108,6 +108,10 @@ def diagnose() -> dict:
         "simple_humanoid": verdict(False, "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
                                           "RTX-class GPU (upstream_simple_facts.md §4-5)"),
     }
+    names = [d["name"] for d in devices["devices"]]
+    devices["sapien_would_use"] = (
+        names[0] if len(names) == 1 else f"the first suitable of: {', '.join(names)}" if names else None
+    )
     return {
         "vulkan": devices,
         "vulkan_layer": {"built": layer_built, "enabled": layer_on, "path": str(LAYER_DIR)},

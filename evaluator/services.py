@@ -367,6 +367,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         "task": task.name,
         "env_id": task.env_id,
         "controller": task.controller,
+        "shader": task.details.get("shader"),  # SimplerEnv's drawer and apple tasks force ray tracing
         "seed": attempt.seed,
         "protocol": config.as_dict(),
         "budget": budget.as_dict(),

@@ -142,6 +142,9 @@ class SapienWorker:
             result = self.simpler.step(action)
             self.native_steps += 1
             rgb = result.pop("rgb")
+            changed = result.pop("instruction_changed_at_step")
+            if changed is not None:  # e.g. the apple task's timed switch inside step 101, kept with the step
+                result["info"]["rsi_instruction_changed_at_step"] = changed
             return {**result, "native_steps": self.native_steps}, {"rgb": rgb}
         obs, reward, terminated, truncated, info = self.env.step(np.array(action, dtype=np.float64))
         self.native_steps += 1

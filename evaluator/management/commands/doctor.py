@@ -23,6 +23,7 @@ class Command(BaseCommand):
         vulkan = report["vulkan"]
         devices = ", ".join(f"{d['name']} ({d['type']}, {d['driver']})" for d in vulkan["devices"]) or vulkan["reason"]
         self.stdout.write(f"Vulkan devices        {devices}")
+        self.stdout.write(f"SAPIEN would use      {vulkan.get('sapien_would_use') or '-'}")
         self.stdout.write(f"ray tracing           {'yes' if vulkan.get('ray_tracing') else 'no'}")
         layer = report["vulkan_layer"]
         self.stdout.write(f"RSI Vulkan layer      {'built' if layer['built'] else 'not built (make vulkan-layer)'}, "
