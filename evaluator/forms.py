@@ -6,7 +6,7 @@ from django import forms
 
 from evaluator.models import Benchmark, Policy, Task
 from evaluator.policies.specs import parse_policy_spec
-from evaluator.protocol.budgets import resolve_budget
+from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, configure
@@ -84,8 +84,11 @@ class LaunchForm(forms.Form):
                 task_scope=data["task_scope"] or None,
             )
             catalog = load_catalog(config.benchmark)
-            budgets = [(name, resolve_budget(config, catalog.task_in_scope(config, name).native_horizon))
-                       for name in data["tasks"]]
+            budgets = []
+            for name in data["tasks"]:
+                budget = resolve_budget(config, catalog.task_in_scope(config, name).native_horizon)
+                budgets.append((name, budget, full_chunk_calls(budget.evaluation_horizon, budget.replan_interval),
+                                budget.reaches(budget.evaluation_horizon)))
         except ProtocolError as exc:
             raise forms.ValidationError(str(exc)) from None
         data["config"] = config

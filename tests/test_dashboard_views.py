@@ -238,3 +238,12 @@ def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make
     few = queries()
     _add_cells(first, 120)
     assert queries() == few
+
+
+def test_the_preview_says_when_a_budget_cannot_reach_the_horizon(operator):
+    # "an apple task with H=200 cannot reach 2H=400" with 40 calls of five actions.
+    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "horizon_multiplier": "2", "max_policy_calls": "5"})
+    page = response.content.decode()
+    assert "fetch-development/rgb/extended-horizon-2h/v1" in page
+    assert "no: the call or step budget ends first" in page  # 5 calls x 5 actions = 25 < 2H = 100
+    assert "<td>20</td>" in page  # full-chunk calls needed for 100 steps

@@ -35,6 +35,8 @@ class NativeError(Exception):
     """A failure the worker reports with its type (one of ERROR_TYPES)."""
 
     def __init__(self, error_type: str, message: str):
+        if error_type not in ERROR_TYPES:
+            raise ValueError(f"unknown native error type {error_type!r}")
         super().__init__(message)
         self.error_type = error_type
 
