@@ -26,25 +26,8 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
+from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login  # noqa: E402
 from tests.servers.site import daphne_site  # noqa: E402
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
-
-
-def launch(page, base: str, steps: int) -> None:
-    page.goto(base + "/campaigns/new/")
-    page.select_option("#id_benchmark", "fetch")
-    page.select_option("#id_tasks", ["pick_and_place"])
-    page.fill("#id_seed", "3")
-    page.fill("#id_policy", "noop")
-    page.select_option("#id_budget_mode", "decisions")
-    page.fill("#id_max_policy_calls", str(steps))
-    page.fill("#id_replan_interval", "1")
-    page.click("#preview")
-    page.click("#create")
-    page.wait_for_selector("#start-all")
-
 
 def socket_viewer(base: str, attempt_id: int, cookie: str, stop: threading.Event) -> None:
     """A viewer without a browser: it reads everything and acknowledges every picture."""
@@ -62,7 +45,7 @@ def socket_viewer(base: str, attempt_id: int, cookie: str, stop: threading.Event
 
 
 def run(browser, operator, base: str, db: Path, viewers: int, steps: int, sockets: int = 0):
-    launch(operator, base, steps)
+    launch_noop_campaign(operator, base, "pick_and_place", seed=3, decisions=steps)
     with sqlite3.connect(db) as connection:
         attempt_id = connection.execute("select max(id) from evaluator_attempt").fetchone()[0]
     context = operator.context
@@ -114,13 +97,9 @@ def main() -> None:
     ):
         db = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             operator = browser.new_context().new_page()
-            operator.goto(base + "/accounts/login/")
-            operator.fill("#id_username", "bench")
-            operator.fill("#id_password", "benchbench")
-            operator.click("#login-submit")
-            operator.wait_for_url(base + "/")
+            login(operator, base, "bench", "benchbench")
             run(browser, operator, base, db, 0, 10)  # warm up: worker start, imports, caches
             results = {n: run(browser, operator, base, db, n, args.steps) for n in (0, 1, 10)}
             sockets_wall, _ = run(browser, operator, base, db, 0, args.steps, sockets=10)

@@ -11,15 +11,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login
 from tests.servers.site import daphne_site
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +44,7 @@ def _shot(page, name: str) -> None:
 
 def _login(browser, base: str, user: str):
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    page.goto(base + "/accounts/login/")
-    page.fill("#id_username", user)
-    page.fill("#id_password", user * 2)
-    page.click("#login-submit")
-    page.wait_for_url(base + "/")
+    login(page, base, user, user * 2)
     return page
 
 
@@ -172,16 +166,7 @@ def live_site(tmp_path_factory):
 def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(live_site, browser):
     base, db = live_site
     page = _login(browser, base, "ivan")
-    page.goto(base + "/campaigns/new/")
-    page.select_option("#id_benchmark", "fetch")
-    page.select_option("#id_tasks", ["push"])
-    page.fill("#id_seed", "5")
-    page.fill("#id_policy", "noop")
-    page.select_option("#id_budget_mode", "decisions")
-    page.fill("#id_max_policy_calls", "400")
-    page.fill("#id_replan_interval", "1")
-    page.click("#preview")
-    page.click("#create")
+    launch_noop_campaign(page, base, "push", seed=5, decisions=400)
     page.click("#start-all")
     attempt_id = _query(db, "select max(id) from evaluator_attempt")[0][0]
     page.goto(f"{base}/attempts/{attempt_id}/live/")

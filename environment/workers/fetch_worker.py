@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from wire import NativeError, serve
+from wire import NativeError, serve_worker
 
 WIDTH, HEIGHT = 640, 480
 
@@ -112,8 +112,4 @@ class FetchWorker:
 
 
 if __name__ == "__main__":
-    worker = FetchWorker()
-    serve(
-        {"describe": worker.describe, "reset": worker.reset, "step": worker.step, "close": worker.close},
-        default_errors={"describe": "install", "reset": "reset", "step": "native_runtime", "close": "native_runtime"},
-    )
+    serve_worker(FetchWorker())

@@ -16,7 +16,7 @@ from importlib import metadata
 
 import numpy as np
 
-from wire import NativeError, jsonable, serve
+from wire import NativeError, jsonable, serve_worker
 
 WIDTH, HEIGHT = 640, 480
 # What SAPIEN says when it finds no Vulkan device it can use (environment/RENDERING.md).
@@ -167,8 +167,4 @@ class SapienWorker:
 
 
 if __name__ == "__main__":
-    worker = SapienWorker()
-    serve(
-        {"describe": worker.describe, "reset": worker.reset, "step": worker.step, "close": worker.close},
-        default_errors={"describe": "install", "reset": "reset", "step": "native_runtime", "close": "native_runtime"},
-    )
+    serve_worker(SapienWorker())

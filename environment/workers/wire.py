@@ -139,3 +139,12 @@ def serve(handlers: dict[str, Callable[[dict, dict], tuple[dict, dict]]], defaul
         channel.flush()
         if op == "close":
             return
+
+
+WORKER_OPS = ("describe", "reset", "step", "close")
+WORKER_DEFAULT_ERRORS = {"describe": "install", "reset": "reset", "step": "native_runtime", "close": "native_runtime"}
+
+
+def serve_worker(worker) -> None:
+    """Serve a benchmark worker object that has describe, reset, step and close handlers."""
+    serve({op: getattr(worker, op) for op in WORKER_OPS}, WORKER_DEFAULT_ERRORS)
