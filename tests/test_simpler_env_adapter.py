@@ -4,6 +4,7 @@ upstream surface (tests/doubles/simpler_upstream.py): the real upstream needs SA
 and a Vulkan device this machine does not have."""
 
 import copy
+import io
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ from evaluator.protocol.identity import configure
 from tests.doubles import simpler_upstream as upstream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "environment" / "workers"))  # as the worker runs
+import sapien_worker  # noqa: E402
 import simpler_adapter  # noqa: E402
+from wire import encode_frame, read_frame  # noqa: E402
 
 CATALOG = load_catalog("simpler_env")
 ZERO = np.zeros(7)
@@ -51,6 +54,20 @@ def test_construction_copies_the_alias_kwargs_with_rgbd_and_prepackaged_config()
                                             "prepackaged_config": True}
     episode.kwargs["model_ids"] = "changed"
     assert upstream.ENVIRONMENT_MAP["google_robot_place_apple_in_closed_top_drawer"][1] == {"model_ids": "baked_apple_v2"}
+
+
+def test_an_action_decoded_from_the_wire_reaches_the_env_as_writable_memory():
+    # The real upstream controller clips the action in place and calls scipy's Rotation.from_rotvec on
+    # its rotation slice; both refuse a read-only view of the frame's bytes.
+    worker = sapien_worker.SapienWorker()
+    worker.simpler, _ = _episode("google_robot_pick_horizontal_coke_can")
+    worker.simpler.reset(seed=0)
+    sent = np.array([0.1, 0.0, -0.2, 0.3, 0.0, 0.1, 1.0])
+    frame = io.BytesIO(encode_frame({"op": "step"}, {"action": sent}))
+    request, arrays = read_frame(frame.read)
+    header, out = worker.step(request, arrays)
+    assert header["native_steps"] == 1 and out["rgb"].shape == (512, 640, 3)
+    assert np.allclose(worker.simpler.env.unwrapped.last_rotation.as_rotvec(), [0.3, 0.0, 0.1])
 
 
 def test_the_apple_instruction_changes_for_the_observation_after_step_101_and_not_before():

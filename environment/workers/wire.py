@@ -71,7 +71,10 @@ def encode_frame(header: dict, arrays: dict[str, np.ndarray] | None = None) -> b
 
 
 def read_frame(read_exact: Callable[[int], bytes]) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read one frame; `read_exact(n)` returns exactly n bytes or raises EOFError."""
+    """Read one frame; `read_exact(n)` returns exactly n bytes or raises EOFError.
+
+    Every decoded array is writable and owns its memory, on both sides of the pipe.
+    """
     prefix = read_exact(8)
     if prefix[:4] != MAGIC:
         raise ProtocolViolation(f"bad frame start {prefix[:4]!r}")
@@ -94,7 +97,10 @@ def read_frame(read_exact: Callable[[int], bytes]) -> tuple[dict, dict[str, np.n
             raise ProtocolViolation(f"bad array spec {spec!r}: {exc}") from None
         if dtype.hasobject or count < 0:
             raise ProtocolViolation(f"bad array spec {spec!r}")
-        arrays[spec["key"]] = np.frombuffer(read_exact(count * dtype.itemsize), dtype=dtype).reshape(shape)
+        # A bytearray: each array owns writable memory. Receivers such as the SimplerEnv controller
+        # (scipy's Rotation.from_rotvec, in-place clipping) refuse read-only views of a bytes object.
+        data = bytearray(read_exact(count * dtype.itemsize))
+        arrays[spec["key"]] = np.frombuffer(data, dtype=dtype).reshape(shape)
     return header, arrays
 
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 CATALOG = json.loads((Path(__file__).resolve().parents[2] / "environment/catalogs/simpler_env.json").read_text())
 
@@ -22,6 +23,9 @@ REGISTERED_STEPS = {  # registered max_episode_steps (facts §2)
     "StackGreenCubeOnYellowCubeBakedTexInScene-v0": 60, "PutEggplantInBasketScene-v0": 120,
 }
 GOOGLE = ("Grasp", "MoveNear", "Open", "Close", "PlaceInto")
+# The flat 7-D action space of both robots: [dxyz, rotvec, gripper] (facts §7).
+ACTION_LOW = np.array([-1, -1, -1, -np.pi / 2, -np.pi / 2, -np.pi / 2, -1])
+ACTION_HIGH = -ACTION_LOW
 
 
 def make(task_name, **kwargs):
@@ -86,6 +90,10 @@ class EnvDouble:
         assert action.shape == (7,)
         if np.isnan(action).any():
             raise ValueError("NaN action")
+        # What the pd_ee_pose controllers do with it: work on the array in place and hand the rotation
+        # slice to scipy, which refuses read-only memory ("buffer source array is read-only").
+        np.clip(action, ACTION_LOW, ACTION_HIGH, out=action)
+        self.last_rotation = Rotation.from_rotvec(action[3:6])
         if self.place and self._elapsed_steps >= 100:  # checked before the base step (place:242-246)
             self.cur_subtask_id = 1
         self._elapsed_steps += 1
