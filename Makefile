@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv setup system-run system-test sapien-env vulkan-layer
+.PHONY: run test lint venv setup system-run system-test sapien-env vulkan-layer
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,10 +31,10 @@ vulkan-layer:
 	$(MAKE) --no-print-directory -C environment/vulkan
 
 system-run:
-	bash scripts/system-packages.sh run
+	PYTHON=$(PYTHON) bash scripts/system-packages.sh run
 
 system-test:
-	bash scripts/system-packages.sh test
+	PYTHON=$(PYTHON) bash scripts/system-packages.sh test
 
 setup: system-run venv
 	$(PY) manage.py migrate --noinput
@@ -45,6 +45,11 @@ run: setup
 	@echo "Serving RSI on http://$(HOST):$(PORT)/ (admin at /admin/)"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) rsi_site.asgi:application
 
-test: system-test venv sapien-env vulkan-layer
+# Lint and format check (ruff, configured in pyproject.toml); `ruff format .` fixes the format.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: system-test venv sapien-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest

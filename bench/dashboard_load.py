@@ -48,19 +48,32 @@ def populate(total: int) -> list[int]:
     noop = Policy.objects.get(name="noop")
     campaigns = []
     for c in range(10):
-        campaign = do_launch_campaign(name=f"bench {c}", benchmark="fetch", task_names=["pick_and_place"], seed=c,
-                                      policy=noop, config=config)
+        campaign = do_launch_campaign(
+            name=f"bench {c}", benchmark="fetch", task_names=["pick_and_place"], seed=c, policy=noop, config=config
+        )
         template = campaign.attempts.get()
         rng = random.Random(c)
         rows = []
         for i in range(1, total // 10):
             outcome = rng.choice(OUTCOMES)
-            rows.append(Attempt(
-                campaign=campaign, task=template.task, cell_index=i, seed=c, status="finished", outcome=outcome,
-                error_type={"policy_error": "policy_timeout", "infrastructure_error": "render"}.get(outcome, ""),
-                success=outcome == "success", environment_steps=50, policy_calls=10, autonomous=rng.random() > 0.05,
-                policy_identity=noop.identity, budget=template.budget, termination_reason="evaluation_horizon",
-            ))
+            rows.append(
+                Attempt(
+                    campaign=campaign,
+                    task=template.task,
+                    cell_index=i,
+                    seed=c,
+                    status="finished",
+                    outcome=outcome,
+                    error_type={"policy_error": "policy_timeout", "infrastructure_error": "render"}.get(outcome, ""),
+                    success=outcome == "success",
+                    environment_steps=50,
+                    policy_calls=10,
+                    autonomous=rng.random() > 0.05,
+                    policy_identity=noop.identity,
+                    budget=template.budget,
+                    termination_reason="evaluation_horizon",
+                )
+            )
         Attempt.objects.bulk_create(rows, batch_size=1000)
         campaigns.append(campaign.pk)
     return campaigns
@@ -92,22 +105,35 @@ def main() -> None:
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
-    call_command("load_catalogs", verbosity=0, stdout=open(os.devnull, "w"))
+    with open(os.devnull, "w") as quiet:
+        call_command("load_catalogs", verbosity=0, stdout=quiet)
     started = time.perf_counter()
     campaigns = populate(args.attempts)
-    real = do_launch_campaign(name="frames", benchmark="fetch", task_names=["pick_and_place"], seed=3,
-                              policy=Policy.objects.get(name="noop"), config=configure("fetch"))
+    real = do_launch_campaign(
+        name="frames",
+        benchmark="fetch",
+        task_names=["pick_and_place"],
+        seed=3,
+        policy=Policy.objects.get(name="noop"),
+        config=configure("fetch"),
+    )
     episode = do_run_attempt(real.attempts.get())
-    print(f"database: {Attempt.objects.count()} attempts in {len(campaigns) + 1} campaigns "
-          f"(built in {time.perf_counter() - started:.0f} s)")
+    print(
+        f"database: {Attempt.objects.count()} attempts in {len(campaigns) + 1} campaigns "
+        f"(built in {time.perf_counter() - started:.0f} s)"
+    )
 
     client = Client()
     client.force_login(get_user_model().objects.create_superuser("bench", password="x"))
-    report(f"campaign page ({args.attempts // 10} cells)",
-           *timed(client, reverse("evaluator:campaign", args=[campaigns[0]]), args.requests))
+    report(
+        f"campaign page ({args.attempts // 10} cells)",
+        *timed(client, reverse("evaluator:campaign", args=[campaigns[0]]), args.requests),
+    )
     report("search page (first 50)", *timed(client, reverse("evaluator:attempts"), args.requests))
-    report("search, outcome=success",
-           *timed(client, reverse("evaluator:attempts") + "?outcome=success&autonomous=yes", args.requests))
+    report(
+        "search, outcome=success",
+        *timed(client, reverse("evaluator:attempts") + "?outcome=success&autonomous=yes", args.requests),
+    )
     report("campaign list", *timed(client, reverse("evaluator:campaigns"), args.requests))
     steps = [random.Random(0).randrange(0, episode.environment_steps + 1) for _ in range(args.requests)]
     frame_times = []

@@ -29,6 +29,7 @@ from websockets.sync.client import connect  # noqa: E402
 from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login  # noqa: E402
 from tests.servers.site import daphne_site  # noqa: E402
 
+
 def socket_viewer(base: str, attempt_id: int, cookie: str, stop: threading.Event) -> None:
     """A viewer without a browser: it reads everything and acknowledges every picture."""
     url = base.replace("http://", "ws://") + f"/ws/attempts/{attempt_id}/live/"
@@ -64,12 +65,13 @@ def run(browser, operator, base: str, db: Path, viewers: int, steps: int, socket
     operator.click("#start-all")
     while True:
         with sqlite3.connect(db) as connection:
-            row = connection.execute("select status, started_at, finished_at from evaluator_attempt where id = ?",
-                                     (attempt_id,)).fetchone()
+            row = connection.execute(
+                "select status, started_at, finished_at from evaluator_attempt where id = ?", (attempt_id,)
+            ).fetchone()
         if row[0] == "finished":
             break
         time.sleep(0.2)
-    wall = (_parse(row[2]) - _parse(row[1]))
+    wall = _parse(row[2]) - _parse(row[1])
     latencies = []
     if pages:
         pages[0].wait_for_function("document.getElementById('live').dataset.finished === '1'", timeout=30_000)
@@ -92,8 +94,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, daphne_site(Path(tmp), users={"bench": ["operator", "watcher"]}) as (
-        base, env
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        daphne_site(Path(tmp), users={"bench": ["operator", "watcher"]}) as (base, env),
     ):
         db = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
         with sync_playwright() as p:
@@ -109,12 +112,16 @@ def main() -> None:
         line = f"{n:>2} viewers: wall {wall:6.2f} s"
         if latencies:
             p95 = statistics.quantiles(latencies, n=20)[-1]
-            line += f"   step-to-browser latency median {statistics.median(latencies):6.1f} ms  p95 {p95:6.1f} ms" \
-                    f"  ({len(latencies)} events)"
+            line += (
+                f"   step-to-browser latency median {statistics.median(latencies):6.1f} ms  p95 {p95:6.1f} ms"
+                f"  ({len(latencies)} events)"
+            )
         print(line)
     print(f"10 WebSocket viewers without a browser: wall {sockets_wall:6.2f} s")
-    print(f"wall time ratio 10 browser viewers / 0 viewers: {results[10][0] / results[0][0]:.2f}"
-          "  (the 10 chromium pages render on the same 2 cores)")
+    print(
+        f"wall time ratio 10 browser viewers / 0 viewers: {results[10][0] / results[0][0]:.2f}"
+        "  (the 10 chromium pages render on the same 2 cores)"
+    )
     print(f"wall time ratio 10 socket viewers / 0 viewers: {sockets_wall / results[0][0]:.2f}")
 
 

@@ -19,13 +19,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.benchmarks import worker_spec  # noqa: E402
-from evaluator.native import NativeWorker  # noqa: E402
-from evaluator.policies.base import EpisodeStart, MailboxMessage  # noqa: E402
-from evaluator.policies.http_json import HttpJsonPolicy  # noqa: E402
-from evaluator.policies.payload import http_request  # noqa: E402
-from evaluator.protocol.actions import FETCH_ACTION  # noqa: E402
-from tests.servers.policies import HttpPolicyServer, always, zero_chunk  # noqa: E402
+from evaluator.benchmarks import worker_spec
+from evaluator.native import NativeWorker
+from evaluator.policies.base import EpisodeStart, MailboxMessage
+from evaluator.policies.http_json import HttpJsonPolicy
+from evaluator.policies.payload import http_request
+from evaluator.protocol.actions import FETCH_ACTION
+from tests.servers.policies import HttpPolicyServer, always, zero_chunk
 
 
 def frame() -> np.ndarray:
@@ -43,14 +43,27 @@ def main() -> None:
     args = parser.parse_args()
 
     server = HttpPolicyServer(always(zero_chunk()))
-    start = EpisodeStart(token="0" * 32, instruction="push the black cube to the red target",
-                         action_contract=FETCH_ACTION.describe(),
-                         budgets={"max_policy_calls": 50, "replan_interval": 5, "max_executable_steps": 50},
-                         sensors=())
-    message = MailboxMessage(token=start.token, instruction=start.instruction, rgb=frame(),
-                             counters={"policy_calls": 0, "max_policy_calls": 50, "environment_steps": 0,
-                                       "max_executable_steps": 50, "action_decisions": 0, "rejected_calls": 0,
-                                       "replan_interval": 5})
+    start = EpisodeStart(
+        token="0" * 32,
+        instruction="push the black cube to the red target",
+        action_contract=FETCH_ACTION.describe(),
+        budgets={"max_policy_calls": 50, "replan_interval": 5, "max_executable_steps": 50},
+        sensors=(),
+    )
+    message = MailboxMessage(
+        token=start.token,
+        instruction=start.instruction,
+        rgb=frame(),
+        counters={
+            "policy_calls": 0,
+            "max_policy_calls": 50,
+            "environment_steps": 0,
+            "max_executable_steps": 50,
+            "action_decisions": 0,
+            "rejected_calls": 0,
+            "replan_interval": 5,
+        },
+    )
     policy = HttpJsonPolicy(server.url)
     policy.start_episode(start)
     body = json.dumps(http_request(message, start)).encode()

@@ -28,15 +28,29 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
     spec = worker_spec("maniskill2")
-    bare = json.loads(subprocess.run(
-        [spec.python, str(ROOT / "bench" / "sapien_bare_loop.py"), str(args.steps)],
-        capture_output=True, text=True, check=True, env={**os.environ, **vulkan_layer_env()},
-    ).stdout.strip().splitlines()[-1])
+    bare = json.loads(
+        subprocess.run(
+            [spec.python, str(ROOT / "bench" / "sapien_bare_loop.py"), str(args.steps)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **vulkan_layer_env()},
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
 
     worker = NativeWorker(spec)
     try:
-        worker.reset(0, family="maniskill2", env_id="PickCube-v0", camera="base_camera",
-                     control_mode="pd_ee_delta_pose", instruction="", max_episode_steps=10**6)
+        worker.reset(
+            0,
+            family="maniskill2",
+            env_id="PickCube-v0",
+            camera="base_camera",
+            control_mode="pd_ee_delta_pose",
+            instruction="",
+            max_episode_steps=10**6,
+        )
         action = (0.0,) * 7
         for _ in range(5):
             worker.step(action)

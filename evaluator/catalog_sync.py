@@ -42,4 +42,3 @@ def sync_catalog(catalog: Catalog) -> Benchmark:
 
 def sync_all_catalogs() -> list[Benchmark]:
     return [sync_catalog(load_catalog(name)) for name in catalog_benchmarks()]
-

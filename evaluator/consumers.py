@@ -27,17 +27,20 @@ def _can(user, permission: str) -> bool:
 
 @database_sync_to_async
 def _stored_state(attempt_id: int) -> dict | None:
-    return Attempt.objects.filter(pk=attempt_id).values(
-        "status", "outcome", "error_type", "autonomous", "environment_steps", "policy_calls"
-    ).first()
+    return (
+        Attempt.objects.filter(pk=attempt_id)
+        .values("status", "outcome", "error_type", "autonomous", "environment_steps", "policy_calls")
+        .first()
+    )
 
 
 @database_sync_to_async
 def _intervene(user, attempt_id: int, content: dict) -> dict:
     from evaluator.services import do_intervene
 
-    return do_intervene(user, attempt_id, str(content.get("kind", "")), note=str(content.get("note", "")),
-                        action=content.get("action"))
+    return do_intervene(
+        user, attempt_id, str(content.get("kind", "")), note=str(content.get("note", "")), action=content.get("action")
+    )
 
 
 class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
@@ -70,8 +73,9 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
                 event = await _intervene(self.scope["user"], self.attempt_id, content)
             except (ProtocolError, PermissionDenied, Attempt.DoesNotExist) as exc:
                 # A typed refusal: nothing changed.
-                await self.send_json({"type": "refused", "kind": content.get("kind"),
-                                      "error": type(exc).__name__, "reason": str(exc)})
+                await self.send_json(
+                    {"type": "refused", "kind": content.get("kind"), "error": type(exc).__name__, "reason": str(exc)}
+                )
             else:
                 await self.send_json({"type": "accepted", "event": event})
 

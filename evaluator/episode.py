@@ -16,8 +16,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from environment.workers.wire import jsonable
 from evaluator.native import NativeObservation, NativeStep, WorkerFailure
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, Usage
@@ -33,13 +31,10 @@ from evaluator.protocol.scoring import (
     score_episode,
 )
 
-RGB_KEY = "rgb"
-
 
 class NativeEnv(Protocol):
     def reset(self, seed: int, **options) -> NativeObservation: ...
     def step(self, action: tuple[float, ...]) -> NativeStep: ...
-    def stderr_tail(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -212,8 +207,12 @@ class _Episode:
             self.calls += 1
             self.decision_count += 1
             self.sink.message(self.calls, message)
-            record = dict(index=self.decision_count, call=self.calls, observation_step=len(self.steps),
-                          instruction=observation.instruction)
+            record = dict(
+                index=self.decision_count,
+                call=self.calls,
+                observation_step=len(self.steps),
+                instruction=observation.instruction,
+            )
             started = time.perf_counter()
             feedback_track = self.spec.config.action_rejection_feedback
             try:
@@ -222,9 +221,18 @@ class _Episode:
                 self.usages.append(failure.usage)
                 self.latencies.append((time.perf_counter() - started) * 1000)
                 violation = {"kind": failure.error_type.value, "message": failure.public, "detail": failure.detail}
-                self.sink.decision(DecisionRecord(kind="rejected" if feedback_track else "failed", response=None,
-                                                  accepted=[], executed=0, latency_ms=self.latencies[-1],
-                                                  violation=violation, usage=asdict(failure.usage), **record))
+                self.sink.decision(
+                    DecisionRecord(
+                        kind="rejected" if feedback_track else "failed",
+                        response=None,
+                        accepted=[],
+                        executed=0,
+                        latency_ms=self.latencies[-1],
+                        violation=violation,
+                        usage=asdict(failure.usage),
+                        **record,
+                    )
+                )
                 if not feedback_track:
                     return self.fail(failure.error_type, failure.detail)
                 self.reject(failure.public)
@@ -241,8 +249,9 @@ class _Episode:
             violation = response.violation
             if violation is not None and not feedback_track:
                 # Fail fast: an invalid response executes nothing and ends the attempt.
-                self.sink.decision(DecisionRecord(kind="rejected", accepted=[], executed=0,
-                                                  violation=_violation(violation), **common))
+                self.sink.decision(
+                    DecisionRecord(kind="rejected", accepted=[], executed=0, violation=_violation(violation), **common)
+                )
                 return self.fail(error_type_for(violation), violation.message)
             decision = DecisionRecord(
                 kind="rejected" if violation else "actions",
@@ -269,9 +278,15 @@ class _Episode:
         permitted = min(self.budget.replan_interval, self.budget.max_executable_steps - len(self.steps))
         response = validate_response({"actions": actions}, self.spec.contract, permitted)
         decision = DecisionRecord(
-            index=self.decision_count, actor="human", kind="rejected" if response.violation else "actions",
-            observation_step=len(self.steps), instruction=observation.instruction, response=jsonable(actions),
-            accepted=[list(a) for a in response.actions], executed=0, latency_ms=None,
+            index=self.decision_count,
+            actor="human",
+            kind="rejected" if response.violation else "actions",
+            observation_step=len(self.steps),
+            instruction=observation.instruction,
+            response=jsonable(actions),
+            accepted=[list(a) for a in response.actions],
+            executed=0,
+            latency_ms=None,
             violation=_violation(response.violation) if response.violation else None,
         )
         if response.violation:

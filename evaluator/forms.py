@@ -87,8 +87,14 @@ class LaunchForm(forms.Form):
             budgets = []
             for name in data["tasks"]:
                 budget = resolve_budget(config, catalog.task_in_scope(config, name).native_horizon)
-                budgets.append((name, budget, full_chunk_calls(budget.evaluation_horizon, budget.replan_interval),
-                                budget.reaches(budget.evaluation_horizon)))
+                budgets.append(
+                    (
+                        name,
+                        budget,
+                        full_chunk_calls(budget.evaluation_horizon, budget.replan_interval),
+                        budget.reaches(budget.evaluation_horizon),
+                    )
+                )
         except ProtocolError as exc:
             raise forms.ValidationError(str(exc)) from None
         data["config"] = config

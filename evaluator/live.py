@@ -11,6 +11,7 @@ This hub lives in the process that runs the attempts (the embedded default's ser
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 import time
@@ -148,10 +149,8 @@ class LiveHub:
         loop = self.loop
         if loop is not None and not loop.is_closed():
             message = {"type": "live.event", "event": event}
-            try:
+            with contextlib.suppress(RuntimeError):  # the server loop is shutting down: nobody is watching
                 asyncio.run_coroutine_threadsafe(get_channel_layer().group_send(group_name(attempt_id), message), loop)
-            except RuntimeError:
-                pass  # the server loop is shutting down: nobody is watching
 
 
 hub = LiveHub()

@@ -210,7 +210,11 @@ class Attempt(models.Model):
             ),
             models.CheckConstraint(condition=Q(seed__gte=0, seed__lt=2**32), name="attempt_seed_in_uint32"),
         ]
-        indexes = [models.Index(fields=["status"]), models.Index(fields=["outcome"]), models.Index(fields=["created_at"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["outcome"]),
+            models.Index(fields=["created_at"]),
+        ]
         permissions = [
             ("start_attempt", "Can start and re-run attempts"),
             ("watch_attempt", "Can watch live rollouts"),

@@ -8,15 +8,16 @@ killed, never restarted, and nothing is retried.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import select
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
@@ -27,8 +28,6 @@ STDERR_LINES = 200
 
 
 class WorkerFailure(Exception):
-    CAUSES = ("start", "died", "timeout", "garbage", "reported")
-
     def __init__(self, error_type: ErrorType, message: str, stderr_tail: str = "", cause: str = "reported"):
         super().__init__(message)
         self.error_type = error_type
@@ -45,6 +44,7 @@ class WorkerSpec:
     timeouts: Mapping[str, float] = field(
         default_factory=lambda: {"describe": 60.0, "reset": 600.0, "step": 60.0, "close": 30.0}
     )
+    timeout_basis: str = "defaults"  # why these timeouts, for provenance
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,6 @@ class NativeWorker:
     def kill(self) -> None:
         self._dead = True
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.wait(timeout=10)

@@ -12,9 +12,9 @@ import importlib.metadata
 import secrets
 import subprocess
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -65,11 +65,15 @@ def ensure_builtin_policies() -> list[Policy]:
     ]
 
 
-def check_launch(benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig) -> list[Task]:
+def check_launch(
+    benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig
+) -> list[Task]:
     if config.benchmark != benchmark:
         raise LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")
     if not config.is_current_interface:
-        raise LaunchRefused(f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one")
+        raise LaunchRefused(
+            f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one"
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise LaunchRefused(f"the reset seed must be a whole number in [0, 2**32), got {seed!r}")
     if not task_names:
@@ -90,8 +94,15 @@ def check_launch(benchmark: str, task_names: list[str], seed: int, policy: Polic
 
 @transaction.atomic
 def do_launch_campaign(
-    *, name: str, benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig,
-    mode: str = Campaign.Mode.FAST, user=None,
+    *,
+    name: str,
+    benchmark: str,
+    task_names: list[str],
+    seed: int,
+    policy: Policy,
+    config: ProtocolConfig,
+    mode: str = Campaign.Mode.FAST,
+    user=None,
 ) -> Campaign:
     tasks = check_launch(benchmark, task_names, seed, policy, config)
     identity, _ = ProtocolIdentity.objects.get_or_create(
@@ -142,9 +153,7 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
     startable = check_start(user, attempts)
     with transaction.atomic():
         ids = [a.pk for a in startable]
-        queued = list(
-            Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING).values_list("pk", flat=True)
-        )
+        queued = list(Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING).values_list("pk", flat=True))
         Attempt.objects.filter(pk__in=queued).update(status=Attempt.Status.QUEUED)
         for attempt_id in queued:
             transaction.on_commit(functools.partial(executor.submit, attempt_id))
@@ -205,8 +214,14 @@ def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list 
                 Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
     control.apply(kind, action)
     autonomous = Attempt.objects.values_list("autonomous", flat=True).get(pk=attempt_id)
-    event = {"kind": "intervention", "intervention": kind, "user": user.username, "step": step, "note": note,
-             "autonomous": autonomous}
+    event = {
+        "kind": "intervention",
+        "intervention": kind,
+        "user": user.username,
+        "step": step,
+        "note": note,
+        "autonomous": autonomous,
+    }
     if kind != "action":
         hub.publish(attempt_id, event)
     return event
@@ -240,7 +255,9 @@ def config_of(campaign: Campaign) -> ProtocolConfig:
 def evaluator_revision() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     if head.returncode != 0:
@@ -276,9 +293,14 @@ class AttemptRecorder:
 
     def __init__(self, attempt: Attempt, evidence: EvidenceWriter, progress: Callable[[dict], None] | None):
         self.attempt, self.evidence, self.progress = attempt, evidence, progress
-        self.counters = {"policy_calls": 0, "max_policy_calls": attempt.budget["max_policy_calls"],
-                         "environment_steps": 0, "max_executable_steps": attempt.budget["max_executable_steps"],
-                         "action_decisions": 0, "rejected_calls": 0}
+        self.counters = {
+            "policy_calls": 0,
+            "max_policy_calls": attempt.budget["max_policy_calls"],
+            "environment_steps": 0,
+            "max_executable_steps": attempt.budget["max_executable_steps"],
+            "action_decisions": 0,
+            "rejected_calls": 0,
+        }
         self.current: DecisionRecord | None = None
 
     def frame(self, step: int, observation: NativeObservation) -> None:
@@ -287,9 +309,14 @@ class AttemptRecorder:
         event = {"kind": "step", "step": step, "instruction": observation.instruction, "counters": dict(self.counters)}
         if step and self.current is not None:
             last = self.current.steps[-1]
-            event.update(decision=self.current.index, actor=self.current.actor, action=list(last.action),
-                         chunk=self.current.accepted, latency_ms=self.current.latency_ms,
-                         native_success=last.success)
+            event.update(
+                decision=self.current.index,
+                actor=self.current.actor,
+                action=list(last.action),
+                chunk=self.current.accepted,
+                latency_ms=self.current.latency_ms,
+                native_success=last.success,
+            )
         hub.publish(self.attempt.pk, event, rgb=observation.rgb, step=step)
 
     def message(self, call: int, message: MailboxMessage) -> None:
@@ -302,8 +329,16 @@ class AttemptRecorder:
 
     def decided(self, record: DecisionRecord) -> None:
         self.current = record
-        hub.publish(self.attempt.pk, {"kind": "decision", "decision": record.index, "actor": record.actor,
-                                      "chunk": record.accepted, "latency_ms": record.latency_ms})
+        hub.publish(
+            self.attempt.pk,
+            {
+                "kind": "decision",
+                "decision": record.index,
+                "actor": record.actor,
+                "chunk": record.accepted,
+                "latency_ms": record.latency_ms,
+            },
+        )
 
     def decision(self, record: DecisionRecord) -> None:
         self.evidence.decision(record)
@@ -311,8 +346,16 @@ class AttemptRecorder:
             self.counters["action_decisions"] += 1
         if record.kind == "rejected":
             self.counters["rejected_calls"] += record.actor == "policy"
-            hub.publish(self.attempt.pk, {"kind": "rejected", "decision": record.index, "actor": record.actor,
-                                          "violation": record.violation, "counters": dict(self.counters)})
+            hub.publish(
+                self.attempt.pk,
+                {
+                    "kind": "rejected",
+                    "decision": record.index,
+                    "actor": record.actor,
+                    "violation": record.violation,
+                    "counters": dict(self.counters),
+                },
+            )
         decision = Decision.objects.create(
             attempt=self.attempt,
             index=record.index,
@@ -383,11 +426,25 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
     }
     worker = None
-    control = hub.open(attempt.pk, {"status": "running", "autonomous": True, "task": task.name,
-                                    "protocol_id": campaign.protocol.protocol_id, "budget": budget.as_dict()})
+    control = hub.open(
+        attempt.pk,
+        {
+            "status": "running",
+            "autonomous": True,
+            "task": task.name,
+            "protocol_id": campaign.protocol.protocol_id,
+            "budget": budget.as_dict(),
+        },
+    )
     try:
-        spec = worker_spec(campaign.benchmark.name)
-        provenance["worker"] = {"python": spec.python, "script": spec.script.name, "env": dict(spec.env)}
+        spec = worker_spec(campaign.benchmark.name, task.details)
+        provenance["worker"] = {
+            "python": spec.python,
+            "script": spec.script.name,
+            "env": dict(spec.env),
+            "timeouts": dict(spec.timeouts),
+            "timeout_basis": spec.timeout_basis,
+        }
         provenance["rendering"] = rendering_provenance(campaign.benchmark.name, spec.env)
         worker = NativeWorker(spec)
         provenance["worker"]["describe"] = worker.describe()
@@ -405,7 +462,9 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         )
         policy = build_policy(campaign.policy.spec, campaign.policy.settings, config)
         try:
-            result = run_episode(worker, policy, episode, AttemptRecorder(attempt, evidence, progress), new_episode_token())
+            result = run_episode(
+                worker, policy, episode, AttemptRecorder(attempt, evidence, progress), new_episode_token()
+            )
         finally:
             provenance["policy"]["transport"] = policy.describe()
     except (WorkerFailure, ProtocolError) as failure:

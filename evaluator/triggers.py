@@ -24,8 +24,13 @@ SQLITE_CREATE = [
     for table in RECORD_TABLES
     for op, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD"))
 ]
-SQLITE_DROP = ["DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_update", "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_delete"] + [
-    f"DROP TRIGGER IF EXISTS {table}_finished_no_{op}" for table in RECORD_TABLES for op in ("insert", "update", "delete")
+SQLITE_DROP = [
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_update",
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_delete",
+] + [
+    f"DROP TRIGGER IF EXISTS {table}_finished_no_{op}"
+    for table in RECORD_TABLES
+    for op in ("insert", "update", "delete")
 ]
 
 POSTGRES_CREATE = [

@@ -67,11 +67,17 @@ def benchmarks(request: HttpRequest) -> HttpResponse:
 def campaigns(request: HttpRequest) -> HttpResponse:
     _require(request, "view_campaign")
     filters = {k: request.GET.get(k, "") for k in ("benchmark", "policy", "protocol")}
-    queryset = Campaign.objects.select_related("benchmark", "policy", "protocol").order_by("-created_at", "-pk").annotate(
-        cells=Count("attempts", filter=Q(attempts__rerun_of__isnull=True)),
-        finished=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="finished")),
-        successes=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__outcome="success",
-                                             attempts__autonomous=True)),
+    queryset = (
+        Campaign.objects.select_related("benchmark", "policy", "protocol")
+        .order_by("-created_at", "-pk")
+        .annotate(
+            cells=Count("attempts", filter=Q(attempts__rerun_of__isnull=True)),
+            finished=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="finished")),
+            successes=Count(
+                "attempts",
+                filter=Q(attempts__rerun_of__isnull=True, attempts__outcome="success", attempts__autonomous=True),
+            ),
+        )
     )
     if filters["benchmark"]:
         queryset = queryset.filter(benchmark__name=filters["benchmark"])
@@ -80,12 +86,17 @@ def campaigns(request: HttpRequest) -> HttpResponse:
     if filters["protocol"]:
         queryset = queryset.filter(protocol__protocol_id=filters["protocol"])
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "evaluator/campaigns.html", {
-        "page": page, "filters": filters,
-        "benchmarks": Benchmark.objects.values_list("name", flat=True),
-        "policies": Policy.objects.values_list("name", flat=True),
-        "can_launch": request.user.has_perm("evaluator.launch_campaign"),
-    })
+    return render(
+        request,
+        "evaluator/campaigns.html",
+        {
+            "page": page,
+            "filters": filters,
+            "benchmarks": Benchmark.objects.values_list("name", flat=True),
+            "policies": Policy.objects.values_list("name", flat=True),
+            "can_launch": request.user.has_perm("evaluator.launch_campaign"),
+        },
+    )
 
 
 @login_required
@@ -99,8 +110,12 @@ def launch(request: HttpRequest) -> HttpResponse:
             try:
                 campaign = do_launch_campaign(
                     name=data["name"] or f"{data['benchmark']}: {', '.join(data['tasks'])} (seed {data['seed']})",
-                    benchmark=data["benchmark"], task_names=data["tasks"], seed=data["seed"],
-                    policy=policy_for(data["policy"]), config=data["config"], user=request.user,
+                    benchmark=data["benchmark"],
+                    task_names=data["tasks"],
+                    seed=data["seed"],
+                    policy=policy_for(data["policy"]),
+                    config=data["config"],
+                    user=request.user,
                 )
             except ProtocolError as exc:
                 form.add_error(None, str(exc))
@@ -119,17 +134,21 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     cells = campaign_cells(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
     report = campaign_report(cells)
-    return render(request, "evaluator/campaign.html", {
-        "campaign": campaign,
-        "cells": cells,
-        "reruns": reruns,
-        "report": report,
-        "per_task": list(report.per_task.items()),
-        "active": any(c.status in ("queued", "running") for c in cells + reruns),
-        "finished": sum(1 for c in cells if c.is_finished),
-        "can_start": request.user.has_perm("evaluator.start_attempt"),
-        "pending": [c for c in cells + reruns if c.status == "pending"],
-    })
+    return render(
+        request,
+        "evaluator/campaign.html",
+        {
+            "campaign": campaign,
+            "cells": cells,
+            "reruns": reruns,
+            "report": report,
+            "per_task": list(report.per_task.items()),
+            "active": any(c.status in ("queued", "running") for c in cells + reruns),
+            "finished": sum(1 for c in cells if c.is_finished),
+            "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "pending": [c for c in cells + reruns if c.status == "pending"],
+        },
+    )
 
 
 @login_required
@@ -177,10 +196,18 @@ def compare(request: HttpRequest) -> HttpResponse:
     cells_a, cells_b = campaign_cells(a), campaign_cells(b)
     by_key_b = {(c.task.name, c.seed): c for c in cells_b}
     rows = [(c, by_key_b.get((c.task.name, c.seed))) for c in cells_a]
-    return render(request, "evaluator/compare.html", {
-        "a": a, "b": b, "rows": rows, "comparison": compare_campaigns(cells_a, cells_b),
-        "report_a": campaign_report(cells_a), "report_b": campaign_report(cells_b),
-    })
+    return render(
+        request,
+        "evaluator/compare.html",
+        {
+            "a": a,
+            "b": b,
+            "rows": rows,
+            "comparison": compare_campaigns(cells_a, cells_b),
+            "report_a": campaign_report(cells_a),
+            "report_b": campaign_report(cells_b),
+        },
+    )
 
 
 SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
@@ -192,9 +219,14 @@ def _search(request: HttpRequest):
         "-created_at", "-pk"
     )
     lookups = {
-        "benchmark": "task__benchmark__name", "task": "task__name", "policy": "campaign__policy__name",
-        "protocol": "campaign__protocol__protocol_id", "outcome": "outcome", "error_type": "error_type",
-        "since": "created_at__date__gte", "until": "created_at__date__lte",
+        "benchmark": "task__benchmark__name",
+        "task": "task__name",
+        "policy": "campaign__policy__name",
+        "protocol": "campaign__protocol__protocol_id",
+        "outcome": "outcome",
+        "error_type": "error_type",
+        "since": "created_at__date__gte",
+        "until": "created_at__date__lte",
     }
     for key, lookup in lookups.items():
         if params[key]:
@@ -208,25 +240,63 @@ def _search(request: HttpRequest):
 
 
 EXPORT_COLUMNS = (
-    "attempt", "campaign", "benchmark", "task", "protocol_id", "policy", "policy_identity", "seed", "rerun_of",
-    "status", "outcome", "error_type", "success", "success_ever", "environment_steps", "action_decisions",
-    "policy_calls", "rejected_calls", "termination_reason", "first_success_step", "first_success_decision",
-    "success_at_H", "success_at_2H", "autonomous", "created_at", "finished_at",
+    "attempt",
+    "campaign",
+    "benchmark",
+    "task",
+    "protocol_id",
+    "policy",
+    "policy_identity",
+    "seed",
+    "rerun_of",
+    "status",
+    "outcome",
+    "error_type",
+    "success",
+    "success_ever",
+    "environment_steps",
+    "action_decisions",
+    "policy_calls",
+    "rejected_calls",
+    "termination_reason",
+    "first_success_step",
+    "first_success_decision",
+    "success_at_H",
+    "success_at_2H",
+    "autonomous",
+    "created_at",
+    "finished_at",
 )
 
 
 def _export_row(a: Attempt) -> dict:
     return {
-        "attempt": a.pk, "campaign": a.campaign_id, "benchmark": a.task.benchmark.name, "task": a.task.name,
-        "protocol_id": a.campaign.protocol.protocol_id, "policy": a.campaign.policy.name,
-        "policy_identity": a.policy_identity, "seed": a.seed, "rerun_of": a.rerun_of_id, "status": a.status,
-        "outcome": a.outcome, "error_type": a.error_type, "success": a.success, "success_ever": a.success_ever,
-        "environment_steps": a.environment_steps, "action_decisions": a.action_decisions,
-        "policy_calls": a.policy_calls, "rejected_calls": a.rejected_calls,
-        "termination_reason": a.termination_reason, "first_success_step": a.first_success_step,
-        "first_success_decision": a.first_success_decision, "success_at_H": a.success_at_h,
-        "success_at_2H": a.success_at_2h, "autonomous": a.autonomous,
-        "created_at": a.created_at.isoformat(), "finished_at": a.finished_at.isoformat() if a.finished_at else None,
+        "attempt": a.pk,
+        "campaign": a.campaign_id,
+        "benchmark": a.task.benchmark.name,
+        "task": a.task.name,
+        "protocol_id": a.campaign.protocol.protocol_id,
+        "policy": a.campaign.policy.name,
+        "policy_identity": a.policy_identity,
+        "seed": a.seed,
+        "rerun_of": a.rerun_of_id,
+        "status": a.status,
+        "outcome": a.outcome,
+        "error_type": a.error_type,
+        "success": a.success,
+        "success_ever": a.success_ever,
+        "environment_steps": a.environment_steps,
+        "action_decisions": a.action_decisions,
+        "policy_calls": a.policy_calls,
+        "rejected_calls": a.rejected_calls,
+        "termination_reason": a.termination_reason,
+        "first_success_step": a.first_success_step,
+        "first_success_decision": a.first_success_decision,
+        "success_at_H": a.success_at_h,
+        "success_at_2H": a.success_at_2h,
+        "autonomous": a.autonomous,
+        "created_at": a.created_at.isoformat(),
+        "finished_at": a.finished_at.isoformat() if a.finished_at else None,
     }
 
 
@@ -252,28 +322,45 @@ def attempts(request: HttpRequest) -> HttpResponse:
     if fmt in ("json", "csv"):
         return _export(queryset, fmt, "rsi-attempts")
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "evaluator/attempts.html", {
-        "page": page, "params": params, "query": request.GET.urlencode(),
-        "benchmarks": Benchmark.objects.values_list("name", flat=True),
-        "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
-        "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
-    })
+    return render(
+        request,
+        "evaluator/attempts.html",
+        {
+            "page": page,
+            "params": params,
+            "query": request.GET.urlencode(),
+            "benchmarks": Benchmark.objects.values_list("name", flat=True),
+            "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
+            "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
+        },
+    )
 
 
 @login_required
 def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     _require(request, "view_campaign")
     campaign = get_object_or_404(Campaign, pk=campaign_id)
-    queryset = Attempt.objects.filter(campaign=campaign).select_related(
-        "task__benchmark", "campaign__policy", "campaign__protocol"
-    ).order_by("cell_index", "created_at")
+    queryset = (
+        Attempt.objects.filter(campaign=campaign)
+        .select_related("task__benchmark", "campaign__policy", "campaign__protocol")
+        .order_by("cell_index", "created_at")
+    )
     if fmt == "json":
         report = campaign_report(campaign_cells(campaign)).as_dict()
         rows = [_export_row(a) for a in queryset]
-        body = {"campaign": campaign.pk, "protocol_id": campaign.protocol.protocol_id,
-                "plan": {"tasks": campaign.task_names, "seed": campaign.seed, "policy": campaign.policy.name,
-                         "protocol_config": campaign.protocol_config, "mode": campaign.mode},
-                "aggregates": report, "attempts": rows}
+        body = {
+            "campaign": campaign.pk,
+            "protocol_id": campaign.protocol.protocol_id,
+            "plan": {
+                "tasks": campaign.task_names,
+                "seed": campaign.seed,
+                "policy": campaign.policy.name,
+                "protocol_config": campaign.protocol_config,
+                "mode": campaign.mode,
+            },
+            "aggregates": report,
+            "attempts": rows,
+        }
         response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="rsi-campaign-{campaign.pk}.json"'
         return response
@@ -284,46 +371,79 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
 def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
     attempt = _attempt(request, attempt_id)
     artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image"))}
-    return render(request, "evaluator/review.html", {
-        "attempt": attempt, "artifacts": artifacts,
-        "messages_count": attempt.artifacts.filter(kind="message").count(),
-        "can_start": request.user.has_perm("evaluator.start_attempt"),
-    })
+    return render(
+        request,
+        "evaluator/review.html",
+        {
+            "attempt": attempt,
+            "artifacts": artifacts,
+            "messages_count": attempt.artifacts.filter(kind="message").count(),
+            "can_start": request.user.has_perm("evaluator.start_attempt"),
+        },
+    )
 
 
 @login_required
 def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
     _require(request, "watch_attempt")
     attempt = _attempt(request, attempt_id)
-    return render(request, "evaluator/live.html", {
-        "attempt": attempt, "contract": _contract(attempt).describe(),
-        "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
-    })
+    return render(
+        request,
+        "evaluator/live.html",
+        {
+            "attempt": attempt,
+            "contract": _contract(attempt).describe(),
+            "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
+        },
+    )
 
 
 @login_required
 def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
     attempt = _attempt(request, attempt_id)
     frames = _frame_index(attempt)
-    return JsonResponse({
-        "attempt": attempt.pk,
-        "status": attempt.status,
-        "fps": frames["fps"] if frames else None,
-        "frames": [f["step"] for f in frames["frames"]] if frames else [],
-        "action_components": list(_contract(attempt).component_names),
-        "steps": list(attempt.steps.order_by("index").values(
-            "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction")),
-        "decisions": list(attempt.decisions.order_by("index").values(
-            "index", "call_index", "kind", "actor", "observation_step", "executed", "latency_ms", "violation",
-            "instruction")),
-        "interventions": [
-            {"kind": i.kind, "step": i.step_index, "user": i.user.username, "note": i.note, "at": i.created_at.isoformat()}
-            for i in attempt.interventions.select_related("user").order_by("created_at")
-        ],
-        "error": {"type": attempt.error_type, "detail": attempt.error_detail[:2000]} if attempt.error_type else None,
-        "outcome": attempt.outcome,
-        "autonomous": attempt.autonomous,
-    })
+    return JsonResponse(
+        {
+            "attempt": attempt.pk,
+            "status": attempt.status,
+            "fps": frames["fps"] if frames else None,
+            "frames": [f["step"] for f in frames["frames"]] if frames else [],
+            "action_components": list(_contract(attempt).component_names),
+            "steps": list(
+                attempt.steps.order_by("index").values(
+                    "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction"
+                )
+            ),
+            "decisions": list(
+                attempt.decisions.order_by("index").values(
+                    "index",
+                    "call_index",
+                    "kind",
+                    "actor",
+                    "observation_step",
+                    "executed",
+                    "latency_ms",
+                    "violation",
+                    "instruction",
+                )
+            ),
+            "interventions": [
+                {
+                    "kind": i.kind,
+                    "step": i.step_index,
+                    "user": i.user.username,
+                    "note": i.note,
+                    "at": i.created_at.isoformat(),
+                }
+                for i in attempt.interventions.select_related("user").order_by("created_at")
+            ],
+            "error": {"type": attempt.error_type, "detail": attempt.error_detail[:2000]}
+            if attempt.error_type
+            else None,
+            "outcome": attempt.outcome,
+            "autonomous": attempt.autonomous,
+        }
+    )
 
 
 def _contract(attempt: Attempt) -> ActionContract:

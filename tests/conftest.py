@@ -64,8 +64,12 @@ def run_cell(catalogs, media_root):
     def run(task="pick_and_place", policy="noop", seed=3, benchmark="fetch", **options):
         config = configure(benchmark, **options)
         campaign = do_launch_campaign(
-            name="test", benchmark=benchmark, task_names=[task], seed=seed,
-            policy=Policy.objects.get(name=policy), config=config,
+            name="test",
+            benchmark=benchmark,
+            task_names=[task],
+            seed=seed,
+            policy=Policy.objects.get(name=policy),
+            config=config,
         )
         return do_run_attempt(campaign.attempts.get())
 

@@ -76,7 +76,13 @@ def test_it_accepts_numpy_vectors_and_scalars_unchanged():
     action = np.array([0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 1.0], dtype=np.float32)
     assert validate_action(SIMPLER_ENV_ACTION, action) == tuple(float(x) for x in action)
     assert validate_action(SIMPLER_ENV_ACTION, [np.float64(0.5), np.int64(1), 0, 0, 0, 0, -1]) == (
-        0.5, 1.0, 0.0, 0.0, 0.0, 0.0, -1.0,
+        0.5,
+        1.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        -1.0,
     )
 
 
@@ -125,6 +131,7 @@ def test_the_violation_names_the_component_and_is_bounded():
 
 # SIMPLE v2
 
+
 def test_simple_v2_accepts_any_36_finite_numbers_without_a_range_check():
     # "Version 2 passes valid finite targets unchanged ... RSI adds neither joint-target range rejection nor clipping."
     action = [1e3] * 36
@@ -166,6 +173,7 @@ def test_simple_v1_keeps_its_frozen_joint_range_check():
 
 
 # Responses: a chunk of actions or a stop
+
 
 def test_a_stop_is_a_response_without_actions():
     response = validate_response({"stop": True}, SIMPLER_ENV_ACTION, permitted=5)

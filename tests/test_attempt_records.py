@@ -10,7 +10,12 @@ from evaluator.models import Attempt, Campaign, Decision, Intervention, Policy, 
 
 
 def _finish(attempt, **fields):
-    for key, value in {"status": Attempt.Status.FINISHED, "outcome": "task_failure", "success": False, **fields}.items():
+    for key, value in {
+        "status": Attempt.Status.FINISHED,
+        "outcome": "task_failure",
+        "success": False,
+        **fields,
+    }.items():
         setattr(attempt, key, value)
     attempt.save()
     return attempt
@@ -70,8 +75,14 @@ def test_records_cannot_be_added_to_a_finished_attempt(make_attempt):
     with pytest.raises(RecordImmutable):
         _decision(attempt, index=2)
     step = Step(
-        attempt=attempt, index=1, decision=decision, action=[0.0] * 7,
-        native_success=False, terminated=False, truncated=False, instruction="i",
+        attempt=attempt,
+        index=1,
+        decision=decision,
+        action=[0.0] * 7,
+        native_success=False,
+        terminated=False,
+        truncated=False,
+        instruction="i",
     )
     with pytest.raises(RecordImmutable):
         step.save()
@@ -101,8 +112,13 @@ def test_an_intervention_needs_an_unfinished_attempt(make_attempt):
 def test_a_rerun_is_a_new_record_linked_to_the_original(make_attempt):
     original = _finish(make_attempt(), outcome="infrastructure_error", error_type="render")
     rerun = Attempt.objects.create(
-        campaign=original.campaign, task=original.task, cell_index=original.cell_index, seed=original.seed,
-        rerun_of=original, policy_identity=original.policy_identity, budget=original.budget,
+        campaign=original.campaign,
+        task=original.task,
+        cell_index=original.cell_index,
+        seed=original.seed,
+        rerun_of=original,
+        policy_identity=original.policy_identity,
+        budget=original.budget,
     )
     assert list(original.reruns.all()) == [rerun]
     assert Attempt.objects.get(pk=original.pk).error_type == "render"
@@ -112,8 +128,12 @@ def test_a_cell_has_only_one_original_attempt(make_attempt):
     original = make_attempt()
     with pytest.raises(IntegrityError), transaction.atomic():
         Attempt.objects.create(
-            campaign=original.campaign, task=original.task, cell_index=0, seed=original.seed,
-            policy_identity=original.policy_identity, budget=original.budget,
+            campaign=original.campaign,
+            task=original.task,
+            cell_index=0,
+            seed=original.seed,
+            policy_identity=original.policy_identity,
+            budget=original.budget,
         )
 
 
@@ -156,7 +176,6 @@ def test_the_triggers_survive_a_later_migrate(make_attempt):
 @pytest.mark.django_db(transaction=True)
 def test_flushing_the_whole_database_keeps_the_triggers_for_what_comes_next(make_attempt):
     from django.core.management import call_command
-
     from django.db import connection
 
     _finish(make_attempt())

@@ -1,4 +1,5 @@
-"""Budgets (simpler_env_protocol.md, "Budgets and instruction transitions" and "Explicit extended-horizon evaluation")."""
+"""Budgets (simpler_env_protocol.md, "Budgets and instruction transitions" and
+"Explicit extended-horizon evaluation")."""
 
 import pytest
 
@@ -34,7 +35,9 @@ def test_the_listed_native_horizons_are_those_of_the_spec():
 
 def test_an_episode_never_exceeds_the_smallest_of_the_three_limits():
     # "an episode cannot exceed `min(evaluation_horizon, runner_step_cap, C * K)` executed steps"
-    assert resolve_budget(configure("simpler_env", max_policy_calls=10, replan_interval=5), 80).max_executable_steps == 50
+    assert (
+        resolve_budget(configure("simpler_env", max_policy_calls=10, replan_interval=5), 80).max_executable_steps == 50
+    )
     assert resolve_budget(configure("simpler_env", runner_step_cap=30), 80).max_executable_steps == 30
     assert resolve_budget(configure("simpler_env", replan_interval=1), 80).max_executable_steps == 40
     assert resolve_budget(configure("simpler_env"), 80).max_executable_steps == 80
@@ -71,7 +74,9 @@ def test_eighty_decisions_and_a_400_cap_reach_every_doubled_horizon():
 def test_decision_mode_sets_the_evaluation_horizon_to_d_times_k_and_keeps_h():
     # "the predeclared environment safety cap is `D × K` (`evaluation_horizon` retains this resolved value).
     # Upstream `native_horizon` stays unchanged as a reference"
-    budget = resolve_budget(configure("simpler_env", budget_mode="decisions", max_policy_calls=3, replan_interval=5), 60)
+    budget = resolve_budget(
+        configure("simpler_env", budget_mode="decisions", max_policy_calls=3, replan_interval=5), 60
+    )
     assert (budget.native_horizon, budget.evaluation_horizon, budget.runner_step_cap, budget.max_executable_steps) == (
         60,
         15,

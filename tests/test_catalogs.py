@@ -78,13 +78,20 @@ def test_catalog_kwargs_cannot_be_mutated():
         ("widowx_sink_camera_setup", "3rd_view_camera", (480, 640, 3), 5, 500, WIDOWX_CONTROLLER),
     ],
 )
-def test_each_robot_has_its_policy_camera_shape_frequencies_and_controller(robot, camera, shape, control, sim, controller):
-    # "| Google Robot | `overhead_camera` | 512 × 640 × 3 | 3 / 513 Hz |" / "| WidowX ... | 480 × 640 × 3 | 5 / 500 Hz |"
+def test_each_robot_has_its_policy_camera_shape_frequencies_and_controller(
+    robot, camera, shape, control, sim, controller
+):
+    # "| Google Robot | `overhead_camera` | 512 × 640 × 3 | 3 / 513 Hz |"
+    # "| WidowX ... | 480 × 640 × 3 | 5 / 500 Hz |"
     tasks = [t for t in SIMPLER.tasks.values() if t.robot == robot]
     assert tasks
     for task in tasks:
         assert (task.camera, task.rgb_shape, task.control_hz, task.details["sim_hz"], task.controller) == (
-            camera, shape, control, sim, controller,
+            camera,
+            shape,
+            control,
+            sim,
+            controller,
         )
 
 

@@ -91,21 +91,26 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     assert "2/2" in page.inner_text("#aggregates")
     _shot(page, "campaign-finished")
 
-    attempt_id, = _query(db, "select a.id from evaluator_attempt a join evaluator_task t on t.id = a.task_id "
-                             "where t.name = 'pick_and_place'")[0]
+    (attempt_id,) = _query(
+        db,
+        "select a.id from evaluator_attempt a join evaluator_task t on t.id = a.task_id "
+        "where t.name = 'pick_and_place'",
+    )[0]
     page.click(f"#cell-{attempt_id} .review-link")
     page.wait_for_selector("#review[data-ready='1']")
     for _ in range(10):
         page.keyboard.press("ArrowRight")
     assert page.inner_text("#step-number") == "10"
     # The action values shown are the stored record's.
-    stored = json.loads(_query(db, 'select action from evaluator_step where attempt_id = ? and "index" = 10',
-                               attempt_id)[0][0])
+    stored = json.loads(
+        _query(db, 'select action from evaluator_step where attempt_id = ? and "index" = 10', attempt_id)[0][0]
+    )
     shown = [float(v) for v in page.locator("#action-values .action-value").all_inner_texts()]
     assert shown == stored
     # The frame shown is step 10's: it matches the lossless observation the policy got after step 10.
-    page.wait_for_function("document.getElementById('exact-frame').complete && "
-                           "document.getElementById('exact-frame').naturalWidth === 640")
+    page.wait_for_function(
+        "document.getElementById('exact-frame').complete && document.getElementById('exact-frame').naturalWidth === 640"
+    )
     assert page.get_attribute("#exact-frame", "src").endswith(f"/attempts/{attempt_id}/frame/10.png")
     shown_frame = _image(page.request.get(base + page.get_attribute("#exact-frame", "src")).body())
     after_10 = _message_png(page, base, attempt_id, call=11)  # one action per call: call 11 saw step 10
@@ -121,8 +126,12 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     assert page.inner_text("#step-number") == "25"
     assert page.locator("#timeline .decision").count() == 50
 
-    for name, path in (("attempts", "/attempts/?benchmark=fetch"), ("benchmarks", "/benchmarks/"),
-                       ("compare", f"/campaigns/compare/?a=1&b=1"), ("campaigns", "/")):
+    for name, path in (
+        ("attempts", "/attempts/?benchmark=fetch"),
+        ("benchmarks", "/benchmarks/"),
+        ("compare", "/campaigns/compare/?a=1&b=1"),
+        ("campaigns", "/"),
+    ):
         assert page.goto(base + path).status == 200
         _shot(page, name)
 
@@ -153,7 +162,9 @@ def test_a_reviewer_cannot_launch_or_start(site, browser):
         response = page.request.post(f"{base}/attempts/{pending[0][0]}/start/", headers={"X-CSRFToken": csrf})
         assert response.status == 403
     assert _query(db, "select count(*) from evaluator_campaign") == campaigns_before
-    assert _query(db, "select count(*) from evaluator_attempt where status != 'pending' and status != 'finished'") == [(0,)]
+    assert _query(db, "select count(*) from evaluator_attempt where status != 'pending' and status != 'finished'") == [
+        (0,)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -186,14 +197,19 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.wait_for_function("document.getElementById('live').dataset.finished === '1'", timeout=30_000)
     assert page.inner_text("#live-status") == "finished"
 
-    status, autonomous, reason = _query(db, "select status, autonomous, termination_reason from evaluator_attempt "
-                                            "where id = ?", attempt_id)[0]
+    status, autonomous, reason = _query(
+        db, "select status, autonomous, termination_reason from evaluator_attempt where id = ?", attempt_id
+    )[0]
     assert (status, autonomous, reason) == ("finished", 0, "human_stop")
-    human = _query(db, "select count(*) from evaluator_decision where attempt_id = ? and actor = 'human' "
-                       "and executed = 1", attempt_id)[0][0]
+    human = _query(
+        db,
+        "select count(*) from evaluator_decision where attempt_id = ? and actor = 'human' and executed = 1",
+        attempt_id,
+    )[0][0]
     assert human == 3
-    kinds = [k for (k,) in _query(db, "select kind from evaluator_intervention where attempt_id = ? order by id",
-                                  attempt_id)]
+    kinds = [
+        k for (k,) in _query(db, "select kind from evaluator_intervention where attempt_id = ? order by id", attempt_id)
+    ]
     assert kinds == ["take_over", "stop"]
 
     page.goto(f"{base}/attempts/{attempt_id}/")
@@ -201,8 +217,9 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     assert page.is_visible("#non-autonomous")
     assert page.locator("#timeline .intervention-mark").count() == 2
     assert page.locator("#timeline .decision.human").count() == 3
-    step = _query(db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'",
-                  attempt_id)[0][0]
+    step = _query(
+        db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'", attempt_id
+    )[0][0]
     page.goto(f"{base}/attempts/{attempt_id}/#step={step}")
     page.wait_for_function(f"document.getElementById('step-number').textContent === '{step}'")
     assert "take_over by ivan" in page.inner_text("#step-notes")

@@ -43,8 +43,10 @@ def reviewer(client, catalogs):
 
 
 def test_the_form_shows_the_resolved_identity_and_budgets_before_creating_anything(operator):
-    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "budget_mode": "decisions",
-                                                           "max_policy_calls": "3", "replan_interval": "5"})
+    response = operator.post(
+        reverse("evaluator:launch"),
+        {**LAUNCH, "budget_mode": "decisions", "max_policy_calls": "3", "replan_interval": "5"},
+    )
     page = response.content.decode()
     assert "fetch-development/rgb/decision-3-prefix-5/v1" in page
     assert 'id="create"' in page
@@ -52,8 +54,9 @@ def test_the_form_shows_the_resolved_identity_and_budgets_before_creating_anythi
 
 
 def test_creating_a_campaign_freezes_its_plan_with_pending_cells(operator):
-    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "tasks": ["pick_and_place", "reach"],
-                                                           "create": "1"})
+    response = operator.post(
+        reverse("evaluator:launch"), {**LAUNCH, "tasks": ["pick_and_place", "reach"], "create": "1"}
+    )
     campaign = Campaign.objects.get()
     assert response.status_code == 302 and response.url == reverse("evaluator:campaign", args=[campaign.pk])
     assert campaign.created_by.username == "olga"
@@ -104,15 +107,24 @@ def test_a_reviewer_reads_but_cannot_launch_start_or_rerun(reviewer, make_attemp
 def test_a_user_without_a_role_sees_nothing(client, make_attempt):
     attempt = make_attempt()
     client.force_login(_user("nobody"))
-    for name, args in (("campaigns", []), ("attempts", []), ("review", [attempt.pk]), ("timeline", [attempt.pk]),
-                       ("campaign", [attempt.campaign_id]), ("benchmarks", [])):
+    for name, args in (
+        ("campaigns", []),
+        ("attempts", []),
+        ("review", [attempt.pk]),
+        ("timeline", [attempt.pk]),
+        ("campaign", [attempt.campaign_id]),
+        ("benchmarks", []),
+    ):
         assert client.get(reverse(f"evaluator:{name}", args=args)).status_code == 403
 
 
 def test_anonymous_visitors_are_sent_to_log_in(client, make_attempt):
     attempt = make_attempt()
-    for url in (reverse("evaluator:campaigns"), reverse("evaluator:review", args=[attempt.pk]),
-                reverse("evaluator:frame", args=[attempt.pk, 0])):
+    for url in (
+        reverse("evaluator:campaigns"),
+        reverse("evaluator:review", args=[attempt.pk]),
+        reverse("evaluator:frame", args=[attempt.pk, 0]),
+    ):
         response = client.get(url)
         assert response.status_code == 302 and response.url.startswith(reverse("login"))
 
@@ -166,19 +178,35 @@ def test_search_filters_and_exports(admin_client, run_cell):
     assert reverse("evaluator:review", args=[noop.pk]) not in page
     data = admin_client.get(reverse("evaluator:attempts"), {"outcome": "task_failure", "format": "json"}).json()
     assert {row["attempt"] for row in data["attempts"]} == {noop.pk, stop.pk}
-    rows = list(csv.DictReader(io.StringIO(
-        admin_client.get(reverse("evaluator:attempts"), {"policy": "noop", "format": "csv"}).content.decode())))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                admin_client.get(reverse("evaluator:attempts"), {"policy": "noop", "format": "csv"}).content.decode()
+            )
+        )
+    )
     assert [int(r["attempt"]) for r in rows] == [noop.pk] and rows[0]["protocol_id"].startswith("fetch-development")
-    assert admin_client.get(reverse("evaluator:attempts"), {"autonomous": "no", "format": "json"}).json() == {"attempts": []}
+    assert admin_client.get(reverse("evaluator:attempts"), {"autonomous": "no", "format": "json"}).json() == {
+        "attempts": []
+    }
 
 
 def test_a_campaign_exports_its_plan_aggregates_and_attempts(admin_client, finished):
-    data = json.loads(admin_client.get(reverse("evaluator:export_campaign", args=[finished.campaign_id, "json"])).content)
+    data = json.loads(
+        admin_client.get(reverse("evaluator:export_campaign", args=[finished.campaign_id, "json"])).content
+    )
     assert data["plan"]["tasks"] == ["pick_and_place"] and data["plan"]["seed"] == 3
     assert data["aggregates"]["overall"]["attempt_success_rate"]["denominator"] == 1
     assert data["attempts"][0]["environment_steps"] == 30
-    rows = list(csv.DictReader(io.StringIO(admin_client.get(
-        reverse("evaluator:export_campaign", args=[finished.campaign_id, "csv"])).content.decode())))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                admin_client.get(
+                    reverse("evaluator:export_campaign", args=[finished.campaign_id, "csv"])
+                ).content.decode()
+            )
+        )
+    )
     assert rows[0]["termination_reason"] == "call_budget"
 
 
@@ -193,8 +221,9 @@ def test_a_rerun_is_a_new_pending_attempt_and_both_stay_visible(operator, finish
     assert Attempt.objects.filter(rerun_of=rerun).count() == 0  # a pending attempt cannot be re-run
 
 
-def test_starting_a_cell_queues_it_once_after_commit(operator, make_attempt, monkeypatch,
-                                                   django_capture_on_commit_callbacks):
+def test_starting_a_cell_queues_it_once_after_commit(
+    operator, make_attempt, monkeypatch, django_capture_on_commit_callbacks
+):
     from evaluator import executor
 
     submitted = []
@@ -218,8 +247,14 @@ def _add_cells(first, count):
     """More original cells in the campaign of `first` (bulk, as a large plan would have)."""
     start = first.campaign.attempts.count()
     Attempt.objects.bulk_create(
-        Attempt(campaign=first.campaign, task=first.task, cell_index=start + i, seed=7,
-                policy_identity=first.policy_identity, budget=first.budget)
+        Attempt(
+            campaign=first.campaign,
+            task=first.task,
+            cell_index=start + i,
+            seed=7,
+            policy_identity=first.policy_identity,
+            budget=first.budget,
+        )
         for i in range(count)
     )
 
@@ -242,7 +277,9 @@ def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make
 
 def test_the_preview_says_when_a_budget_cannot_reach_the_horizon(operator):
     # "an apple task with H=200 cannot reach 2H=400" with 40 calls of five actions.
-    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "horizon_multiplier": "2", "max_policy_calls": "5"})
+    response = operator.post(
+        reverse("evaluator:launch"), {**LAUNCH, "horizon_multiplier": "2", "max_policy_calls": "5"}
+    )
     page = response.content.decode()
     assert "fetch-development/rgb/extended-horizon-2h/v1" in page
     assert "no: the call or step budget ends first" in page  # 5 calls x 5 actions = 25 < 2H = 100

@@ -35,9 +35,6 @@ class ScriptedEnvDouble:
         terminated = self.terminate_at is not None and self.steps >= self.terminate_at
         return NativeStep(self._obs(), success, terminated, False, {}, self.steps)
 
-    def stderr_tail(self):
-        return ""
-
 
 class Recorder:
     def __init__(self):
@@ -59,8 +56,13 @@ class Recorder:
 def _run(env, benchmark="simpler_env", horizon=200, **options):
     config = configure(benchmark, **options)
     spec = EpisodeSpec(
-        config=config, budget=resolve_budget(config, horizon), contract=SIMPLER_ENV_ACTION, seed=0,
-        reset_options={}, sensors=(), native_termination_ends=benchmark == "simple_humanoid",
+        config=config,
+        budget=resolve_budget(config, horizon),
+        contract=SIMPLER_ENV_ACTION,
+        seed=0,
+        reset_options={},
+        sensors=(),
+        native_termination_ends=benchmark == "simple_humanoid",
     )
     sink = Recorder()
     return run_episode(env, NoopPolicy(), spec, sink, token="t"), sink

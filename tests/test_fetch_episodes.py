@@ -6,9 +6,8 @@ import math
 
 import pytest
 
-from evaluator.policies.base import Policy, PolicyReply
-
 from evaluator.models import Attempt, Decision, Step
+from evaluator.policies.base import Policy, PolicyReply
 
 
 def test_the_oracle_succeeds_on_pick_and_place_for_a_fixed_seed(run_cell):
@@ -18,7 +17,10 @@ def test_the_oracle_succeeds_on_pick_and_place_for_a_fixed_seed(run_cell):
     # Success is the last executed step's own native flag.
     assert attempt.steps.order_by("-index").first().native_success is True
     assert attempt.first_success_step is not None and attempt.first_success_step <= attempt.environment_steps
-    assert attempt.first_success_decision == Step.objects.get(attempt=attempt, index=attempt.first_success_step).decision.index
+    assert (
+        attempt.first_success_decision
+        == Step.objects.get(attempt=attempt, index=attempt.first_success_step).decision.index
+    )
     assert attempt.environment_steps == attempt.steps.count() == 50
     assert attempt.termination_reason == "evaluation_horizon"
 
@@ -58,9 +60,7 @@ def test_a_decision_mode_run_stops_at_d_times_k_steps_on_its_budget(run_cell):
 
 def test_an_extended_run_records_success_at_h_and_2h_along_one_trajectory(run_cell):
     # "A predeclared extended run may record native success at H and 2H along one uninterrupted trajectory"
-    attempt = run_cell(
-        policy="fetch-oracle", sensors="privileged-state", horizon_multiplier=2, max_policy_calls=100
-    )
+    attempt = run_cell(policy="fetch-oracle", sensors="privileged-state", horizon_multiplier=2, max_policy_calls=100)
     assert attempt.campaign.protocol.protocol_id == "fetch-development/privileged-state/extended-horizon-2h/v1"
     assert attempt.environment_steps == 100
     steps = {s.index: s.native_success for s in attempt.steps.all()}
@@ -109,7 +109,9 @@ def _native_steps(attempt):
 
 
 @pytest.mark.parametrize("policy_class, error_type", [(NanPolicy, "non_finite"), (FiveNumbers, "wrong_length")])
-def test_a_bad_action_ends_as_a_contract_violation_and_never_reaches_the_worker(run_cell, register_policy, policy_class, error_type):
+def test_a_bad_action_ends_as_a_contract_violation_and_never_reaches_the_worker(
+    run_cell, register_policy, policy_class, error_type
+):
     register_policy("bad", policy_class)
     attempt = run_cell(policy="bad")
     assert (attempt.outcome, attempt.error_type, attempt.success) == ("contract_violation", error_type, False)

@@ -38,8 +38,14 @@ def _user(name, *roles):
 
 def _pending(policy="noop", **options):
     config = configure("fetch", **options)
-    campaign = do_launch_campaign(name="live", benchmark="fetch", task_names=["pick_and_place"], seed=3,
-                                  policy=Policy.objects.get(name=policy), config=config)
+    campaign = do_launch_campaign(
+        name="live",
+        benchmark="fetch",
+        task_names=["pick_and_place"],
+        seed=3,
+        policy=Policy.objects.get(name=policy),
+        config=config,
+    )
     return campaign.attempts.get()
 
 
@@ -180,8 +186,9 @@ def test_pause_take_over_and_stop_work_and_flag_the_attempt(setup):
         await socket.send_json_to({"type": "intervene", "kind": "pause"})
         await _until(socket, lambda d: d.get("type") == "accepted")
         flagged_while_running = await sync_to_async(
-            lambda: Attempt.objects.values_list("status", "autonomous").get(pk=attempt.pk))()
-        paused_at = (await sync_to_async(lambda: Attempt.objects.get(pk=attempt.pk).steps.count())())
+            lambda: Attempt.objects.values_list("status", "autonomous").get(pk=attempt.pk)
+        )()
+        paused_at = await sync_to_async(lambda: Attempt.objects.get(pk=attempt.pk).steps.count())()
         await asyncio.sleep(1.5)
         still = await sync_to_async(lambda: Attempt.objects.get(pk=attempt.pk).steps.count())()
         await socket.send_json_to({"type": "intervene", "kind": "take_over"})
@@ -191,8 +198,9 @@ def test_pause_take_over_and_stop_work_and_flag_the_attempt(setup):
         for _ in range(3):
             await socket.send_json_to({"type": "intervene", "kind": "action", "action": [0.5, 0.0, 0.0, 1.0]})
         await socket.send_json_to({"type": "intervene", "kind": "action", "action": [2.0, 0.0, 0.0, 1.0]})
-        rejected = await _until(socket, lambda d: d.get("type") == "event"
-                                and d["event"]["kind"] == "human_action_rejected")
+        rejected = await _until(
+            socket, lambda d: d.get("type") == "event" and d["event"]["kind"] == "human_action_rejected"
+        )
         await socket.send_json_to({"type": "intervene", "kind": "annotate", "note": "steered it right"})
         await socket.send_json_to({"type": "intervene", "kind": "stop"})
         seen = await _until(socket, _finished)
@@ -207,14 +215,21 @@ def test_pause_take_over_and_stop_work_and_flag_the_attempt(setup):
     attempt.refresh_from_db()
     assert attempt.autonomous is False and attempt.termination_reason == "human_stop"
     assert list(Intervention.objects.filter(attempt=attempt).values_list("kind", flat=True)) == [
-        "pause", "take_over", "resume", "annotate", "stop"]
+        "pause",
+        "take_over",
+        "resume",
+        "annotate",
+        "stop",
+    ]
     pause = Intervention.objects.get(attempt=attempt, kind="pause")
     assert pause.user.username == "ivan" and pause.step_index >= 2
     human = Decision.objects.filter(attempt=attempt, actor="human")
     assert list(human.values_list("kind", "executed")) == [("actions", 1)] * 3 + [("rejected", 0)]
     assert attempt.accounting["human_decisions"] == 3
-    assert any(m.get("type") == "event" and m["event"]["kind"] == "finished"
-               and m["event"]["autonomous"] is False for m in seen)
+    assert any(
+        m.get("type") == "event" and m["event"]["kind"] == "finished" and m["event"]["autonomous"] is False
+        for m in seen
+    )
 
 
 def test_a_viewer_who_joins_late_gets_the_current_state_at_once(setup):

@@ -1,8 +1,6 @@
 """MuJoCo renders on the CPU: "`MUJOCO_GL=egl` set explicitly, OSMesa as fallback" (issue "The episode
 runner", item 2). Frames must be real renders, whichever backend draws them."""
 
-import json
-
 import numpy as np
 import pytest
 from PIL import Image

@@ -3,19 +3,15 @@ becomes a typed infrastructure error ... with the tail of its stderr kept as evi
 and the other attempts are unaffected." No retry: "No automatic infrastructure or policy retries are
 permitted." (simpler_env_protocol.md)"""
 
-import dataclasses
 import os
 import signal
 import sys
 from pathlib import Path
 
-import pytest
-
-from evaluator.policies.base import Policy, PolicyReply
-
-from evaluator import benchmarks, services
+from evaluator import services
 from evaluator.models import Attempt
 from evaluator.native import WorkerSpec
+from evaluator.policies.base import Policy, PolicyReply
 from tests.servers.processes import child_workers
 
 DOUBLES = Path(__file__).resolve().parent / "doubles"
@@ -70,20 +66,20 @@ def test_a_worker_killed_mid_episode_is_a_worker_lost_error_with_partial_evidenc
 
 
 def test_a_hanging_worker_times_out_into_a_typed_error(run_cell, register_policy, monkeypatch):
-    spec = benchmarks.worker_spec("fetch")
-    quick = dataclasses.replace(spec, timeouts={**spec.timeouts, "step": 3.0})
-    monkeypatch.setattr(services, "worker_spec", lambda name: quick)
+    monkeypatch.setenv("RSI_WORKER_TIMEOUTS", "step=3")
     register_policy("freezer", StopWorkerAtCall)
     attempt = run_cell(policy="freezer")
     _assert_closed_with_evidence(attempt, "native_runtime")
     assert "did not answer step within 3 s" in attempt.error_detail
+    assert attempt.provenance["worker"]["timeouts"]["step"] == 3.0
+    assert attempt.provenance["worker"]["timeout_basis"].endswith("RSI_WORKER_TIMEOUTS=step=3")
     assert attempt.environment_steps == 10
     assert not _fetch_workers()  # the hung worker was killed
 
 
 def test_a_worker_answering_garbage_is_a_typed_error_with_its_stderr(run_cell, monkeypatch):
     garbage = WorkerSpec(benchmark="fetch", python=sys.executable, script=DOUBLES / "garbage_worker.py")
-    monkeypatch.setattr(services, "worker_spec", lambda name: garbage)
+    monkeypatch.setattr(services, "worker_spec", lambda name, task=None: garbage)
     attempt = run_cell(policy="noop")
     _assert_closed_with_evidence(attempt, "native_runtime")
     assert "garbage" in attempt.error_detail
@@ -93,7 +89,7 @@ def test_a_worker_answering_garbage_is_a_typed_error_with_its_stderr(run_cell, m
 
 def test_a_worker_that_cannot_start_is_an_install_error(run_cell, monkeypatch):
     missing = WorkerSpec(benchmark="fetch", python="/nonexistent/python", script=DOUBLES / "garbage_worker.py")
-    monkeypatch.setattr(services, "worker_spec", lambda name: missing)
+    monkeypatch.setattr(services, "worker_spec", lambda name, task=None: missing)
     attempt = run_cell(policy="noop")
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
 

@@ -21,8 +21,18 @@ def _forbidden(seed: int, attempt) -> list[bytes]:
     patterns = [str(seed).encode(), f"{seed:x}".encode(), f"{seed:X}".encode()]
     patterns += [seed.to_bytes(8, "little"), seed.to_bytes(8, "big")]  # a leaked int64 array
     patterns += [f"attempts/{attempt.pk:06d}".encode(), f'"attempt": {attempt.pk}'.encode()]
-    patterns += [b"attempts/", b".xml", b"gymnasium", b"mujoco", b"environment/", b"fetch_worker",
-                 str(ROOT).encode(), b"catalog", b"seed", b"episode_id"]
+    patterns += [
+        b"attempts/",
+        b".xml",
+        b"gymnasium",
+        b"mujoco",
+        b"environment/",
+        b"fetch_worker",
+        str(ROOT).encode(),
+        b"catalog",
+        b"seed",
+        b"episode_id",
+    ]
     return patterns
 
 
@@ -45,7 +55,7 @@ def test_no_seed_index_or_asset_path_reaches_the_policy(run_cell, kind):
     finally:
         server.stop()
     tokens = []
-    for (attempt, received), seed in zip(attempts, SEEDS):
+    for (attempt, received), seed in zip(attempts, SEEDS, strict=True):
         assert attempt.policy_calls == len(received) == 4
         data = b"".join(received)
         assert b"pick up the black cube" in data  # the capture holds what the policy did get
@@ -58,7 +68,7 @@ def test_no_seed_index_or_asset_path_reaches_the_policy(run_cell, kind):
         assert all(len(found) == 1 for found in tokens)
         first, second = (next(iter(t)).decode() for t in tokens)
         assert first != second
-        for token, seed in zip((first, second), SEEDS):
+        for token, seed in zip((first, second), SEEDS, strict=True):
             assert str(seed) not in token and f"{seed:x}" not in token
 
 
@@ -71,6 +81,14 @@ def test_the_mailbox_holds_only_allowlisted_fields(run_cell):
         server.stop()
     request = server.requests[0]
     assert set(request) == {
-        "protocol", "token", "instruction", "image", "sensors", "counters", "feedback", "action_contract", "budgets",
+        "protocol",
+        "token",
+        "instruction",
+        "image",
+        "sensors",
+        "counters",
+        "feedback",
+        "action_contract",
+        "budgets",
     }
     assert request["sensors"] == {}  # the RGB track: no simulator state at all

@@ -196,8 +196,10 @@ def _server(kind, behaviour):
     return HttpPolicyServer(behaviour) if kind == "http" else OpenPiServer(behaviour)
 
 
-@pytest.mark.parametrize("kind, bad, outcome, error_type",
-                         [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI])
+@pytest.mark.parametrize(
+    "kind, bad, outcome, error_type",
+    [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI],
+)
 def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_cell, servers, kind, bad, outcome, error_type):
     server = servers(_server(kind, first_then(bad)))
     attempt = _run(run_cell, _spec(kind, server))
@@ -206,13 +208,16 @@ def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_cell, servers, ki
     assert attempt.environment_steps == 0 and attempt.termination_reason == "error"
 
 
-@pytest.mark.parametrize("kind, bad, outcome, error_type",
-                         [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI])
+@pytest.mark.parametrize(
+    "kind, bad, outcome, error_type",
+    [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI],
+)
 def test_on_the_feedback_track_a_bad_reply_consumes_one_call(run_cell, servers, kind, bad, outcome, error_type):
     # "Every rejected response consumes a policy call ... the same last acknowledged observation is reused."
     server = servers(_server(kind, first_then(bad)))
-    attempt = _run(run_cell, _spec(kind, server), action_rejection_feedback=True, max_policy_calls=3,
-                   budget_mode="decisions")
+    attempt = _run(
+        run_cell, _spec(kind, server), action_rejection_feedback=True, max_policy_calls=3, budget_mode="decisions"
+    )
     assert (attempt.outcome, attempt.error_type) == ("task_failure", "")
     assert (attempt.policy_calls, attempt.rejected_calls, attempt.environment_steps) == (3, 1, 10)
     rejected = attempt.decisions.get(index=1)

@@ -20,13 +20,15 @@ from evaluator.models import Attempt, Campaign, Decision, Policy, ProtocolIdenti
 from evaluator.protocol.identity import configure
 sync_all_catalogs()
 config = configure("simpler_env")
-identity = ProtocolIdentity.objects.create(protocol_id=config.protocol_id, benchmark="simpler_env", configuration=config.as_dict())
+identity = ProtocolIdentity.objects.create(protocol_id=config.protocol_id, benchmark="simpler_env",
+                                           configuration=config.as_dict())
 policy = Policy.objects.create(name="noop", kind="scripted_harness_check", spec="builtin:noop")
 task = Task.objects.get(name="widowx_spoon_on_towel")
 campaign = Campaign.objects.create(name="c", benchmark=task.benchmark, task_names=[task.name], seed=1, policy=policy,
                                    protocol=identity, protocol_config=config.as_dict())
 for index, status in enumerate(["finished", "running"]):
-    attempt = Attempt.objects.create(campaign=campaign, task=task, cell_index=index, seed=1, policy_identity=policy.identity, budget={})
+    attempt = Attempt.objects.create(campaign=campaign, task=task, cell_index=index, seed=1,
+                                     policy_identity=policy.identity, budget={})
     Decision.objects.create(attempt=attempt, index=1, kind="actions", observation_step=0, instruction="i", response={})
     attempt.status = status
     attempt.outcome = "task_failure" if status == "finished" else ""
@@ -38,7 +40,9 @@ for index, status in enumerate(["finished", "running"]):
 def database():
     with postgres_server() as url:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "rsi_site.settings"}
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+        )
         subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True)
         with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
             yield connection
@@ -53,7 +57,9 @@ def test_postgres_refuses_to_update_a_finished_attempt(database):
     finished = _ids(database)["finished"]
     with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="immutable"):
         database.execute("UPDATE evaluator_attempt SET outcome = 'success' WHERE id = %s", [finished])
-    assert database.execute("SELECT outcome FROM evaluator_attempt WHERE id = %s", [finished]).fetchone() == ("task_failure",)
+    assert database.execute("SELECT outcome FROM evaluator_attempt WHERE id = %s", [finished]).fetchone() == (
+        "task_failure",
+    )
 
 
 def test_postgres_refuses_to_delete_a_finished_attempt(database):

@@ -23,42 +23,80 @@ def test_it_prints_the_resolved_configuration_as_json():
     resolved = json.loads(result.stdout)
     assert resolved["protocol_id"] == "simpler-prepackaged-development/rgb/v1"
     for key in (
-        "protocol_id", "native_horizon", "evaluation_horizon", "max_policy_calls", "replan_interval",
-        "runner_step_cap", "max_executable_steps", "interaction_mode", "action_rejection_feedback", "sensors",
+        "protocol_id",
+        "native_horizon",
+        "evaluation_horizon",
+        "max_policy_calls",
+        "replan_interval",
+        "runner_step_cap",
+        "max_executable_steps",
+        "interaction_mode",
+        "action_rejection_feedback",
+        "sensors",
     ):
         assert key in resolved
-    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (60, 60, 60)
+    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (
+        60,
+        60,
+        60,
+    )
 
 
 def test_it_resolves_every_option():
     result = protocol(
-        "simpler_env", "--task", "google_robot_open_top_drawer", "--sensors", "rgb-qpos",
-        "--interaction-mode", "agent_method", "--action-rejection-feedback", "--budget-mode", "decisions",
-        "--max-policy-calls", "3", "--replan-interval", "5", "--json",
+        "simpler_env",
+        "--task",
+        "google_robot_open_top_drawer",
+        "--sensors",
+        "rgb-qpos",
+        "--interaction-mode",
+        "agent_method",
+        "--action-rejection-feedback",
+        "--budget-mode",
+        "decisions",
+        "--max-policy-calls",
+        "3",
+        "--replan-interval",
+        "5",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     resolved = json.loads(result.stdout)
     assert resolved["protocol_id"] == (
         "simpler-prepackaged-development/rgb-qpos/decision-3-prefix-5/action-feedback/agent-method/v1"
     )
-    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (113, 15, 15)
+    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (
+        113,
+        15,
+        15,
+    )
     assert resolved["action_rejection_feedback"] is True and resolved["interaction_mode"] == "agent_method"
 
 
 def test_the_extended_track_keeps_the_native_horizon():
     resolved = json.loads(
         protocol(
-            "simpler_env", "--task", "google_robot_place_apple_in_closed_top_drawer", "--horizon-multiplier", "2",
-            "--max-policy-calls", "80", "--runner-step-cap", "400", "--json",
+            "simpler_env",
+            "--task",
+            "google_robot_place_apple_in_closed_top_drawer",
+            "--horizon-multiplier",
+            "2",
+            "--max-policy-calls",
+            "80",
+            "--runner-step-cap",
+            "400",
+            "--json",
         ).stdout
     )
-    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (200, 400, 400)
+    assert (resolved["native_horizon"], resolved["evaluation_horizon"], resolved["max_executable_steps"]) == (
+        200,
+        400,
+        400,
+    )
 
 
 def test_simple_humanoid_resolves_its_decision_track():
-    resolved = json.loads(
-        protocol("simple_humanoid", "--task", "G1WholebodyBendPickMP-v0", "--json").stdout
-    )
+    resolved = json.loads(protocol("simple_humanoid", "--task", "G1WholebodyBendPickMP-v0", "--json").stdout)
     assert resolved["protocol_id"] == "simple-humanoid-development/rgb-qpos31/decision-200-prefix-5/v2"
     assert (resolved["native_horizon"], resolved["evaluation_horizon"]) == (400, 1000)
 

@@ -118,7 +118,9 @@ def _all_valid_configs():
         yield configure(
             "simpler_env", sensors=sensors, interaction_mode=mode, action_rejection_feedback=feedback, **budget
         )
-    for version, scope, sensors, budget in itertools.product((1, 2), ("default", "released-12"), ("rgb-qpos31", "rgb"), ("decisions", "horizon")):
+    for version, scope, sensors, budget in itertools.product(
+        (1, 2), ("default", "released-12"), ("rgb-qpos31", "rgb"), ("decisions", "horizon")
+    ):
         if scope == "released-12" and (sensors == "rgb" or budget == "horizon"):
             continue
         yield configure(
@@ -158,7 +160,10 @@ def test_horizon_mode_call_budgets_are_run_settings_outside_the_identity():
         ({"max_policy_calls": -1}, InvalidBudget),
         ({"replan_interval": 2.5}, InvalidBudget),
         ({"runner_step_cap": 0}, InvalidBudget),
-        ({"budget_mode": "decisions", "max_policy_calls": 3, "replan_interval": 5, "runner_step_cap": 20}, InvalidCombination),
+        (
+            {"budget_mode": "decisions", "max_policy_calls": 3, "replan_interval": 5, "runner_step_cap": 20},
+            InvalidCombination,
+        ),
         ({"interaction_mode": "conversation"}, UnknownOption),
         ({"budget_mode": "tokens"}, UnknownOption),
         ({"sensors": "rgbd"}, UnknownOption),

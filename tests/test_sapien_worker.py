@@ -2,6 +2,7 @@
 its own interpreter (.venv-sapien), rendered by Mesa's lavapipe with RSI's Vulkan layer
 (issue "The SimplerEnv backend": Done when, first point)."""
 
+import json
 import math
 import os
 import signal
@@ -14,8 +15,9 @@ from evaluator.benchmarks import worker_spec
 from evaluator.policies.base import Policy, PolicyReply
 from tests.servers.processes import child_workers
 
-pytestmark = pytest.mark.skipif(not os.path.exists(worker_spec("maniskill2").python),
-                                reason="make sapien-env builds .venv-sapien (make test does)")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(worker_spec("maniskill2").python), reason="make sapien-env builds .venv-sapien (make test does)"
+)
 
 
 def _frames(attempt, media_root):
@@ -23,10 +25,15 @@ def _frames(attempt, media_root):
 
 
 def test_a_maniskill2_episode_renders_real_frames_and_scores_the_last_step(run_cell, media_root):
-    attempt = run_cell(benchmark="maniskill2", task="pick_cube", policy="noop", seed=0, budget_mode="decisions",
-                       max_policy_calls=4)
+    attempt = run_cell(
+        benchmark="maniskill2", task="pick_cube", policy="noop", seed=0, budget_mode="decisions", max_policy_calls=4
+    )
     assert attempt.campaign.protocol.protocol_id == "maniskill2-development/rgb/decision-4-prefix-5/v1"
-    assert (attempt.outcome, attempt.environment_steps, attempt.termination_reason) == ("task_failure", 20, "call_budget")
+    assert (attempt.outcome, attempt.environment_steps, attempt.termination_reason) == (
+        "task_failure",
+        20,
+        "call_budget",
+    )
     # Success is the last executed step's own flag.
     assert attempt.success is attempt.steps.order_by("-index").first().native_success is False
     frames = _frames(attempt, media_root)
@@ -79,21 +86,94 @@ def test_without_the_layer_lavapipe_is_a_typed_render_device_error(run_cell, mon
 
 
 def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
+    # The device list comes from the Vulkan loader itself (no vulkaninfo), both ways in one report.
     from evaluator.doctor import diagnose
 
     monkeypatch.setenv("RSI_VULKAN_LAYER", "on")
-    with_layer = diagnose()
-    assert with_layer["vulkan_layer"]["enabled"] and with_layer["sapien_renderer"]["ok"]
-    assert with_layer["benchmarks"]["maniskill2"]["ready"]
-    assert "lavapipe" in with_layer["benchmarks"]["maniskill2"]["note"]
-    assert with_layer["vulkan"]["external_fd"]  # the layer advertises the two extensions
+    report = diagnose()
+    with_layer, without = report["vulkan"]["with_layer"], report["vulkan"]["without_layer"]
+    assert [d["type"] for d in with_layer["devices"]] == ["cpu"] and "llvmpipe" in with_layer["devices"][0]["name"]
+    assert with_layer["devices"][0]["external_fd"] and not without["devices"][0]["external_fd"]
+    assert report["sapien_renderer"]["with_layer"]["ok"]
+    assert "ErrorExtensionNotPresent" in report["sapien_renderer"]["without_layer"]["reason"]
+    assert report["benchmarks"]["maniskill2"]["ready"]
+    assert "lavapipe" in report["benchmarks"]["maniskill2"]["note"]
+    assert report["benchmarks"]["fetch"]["ready"] and not report["benchmarks"]["simple_humanoid"]["ready"]
     monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
-    without = diagnose()
-    assert not without["sapien_renderer"]["ok"] and not without["vulkan"]["external_fd"]
-    assert not without["benchmarks"]["maniskill2"]["ready"]
-    assert without["benchmarks"]["maniskill2"]["reason"].startswith("RenderDeviceUnavailable")
-    assert "ErrorExtensionNotPresent" in without["benchmarks"]["maniskill2"]["reason"]
-    assert with_layer["benchmarks"]["fetch"]["ready"] and not with_layer["benchmarks"]["simple_humanoid"]["ready"]
+    off = diagnose()["benchmarks"]["maniskill2"]
+    assert not off["ready"] and off["reason"].startswith("RenderDeviceUnavailable")
+    assert "ErrorExtensionNotPresent" in off["reason"]
+
+
+def _fake_upstream(root, revisions: dict, asset_dir, assets: list[str]):
+    """A double of the pinned upstream's installed metadata: two importable packages whose
+    dist-info records the commit pip would (direct_url.json), and an asset folder."""
+    for name, revision in revisions.items():
+        (root / name).mkdir(parents=True)
+        body = f"from pathlib import Path\nASSET_DIR = Path({str(asset_dir)!r})\n" if name != "simpler_env" else ""
+        (root / name / "__init__.py").write_text(body)
+        info = root / f"{name}-0.0.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.0\n")
+        direct = {"url": f"https://example.invalid/{name}", "vcs_info": {"vcs": "git", "commit_id": revision}}
+        (info / "direct_url.json").write_text(json.dumps(direct))
+    for path in assets:
+        target = asset_dir / path.removeprefix("data/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"")
+
+
+def _required_assets():
+    from evaluator.protocol.catalogs import load_catalog
+
+    tasks = load_catalog("simpler_env").tasks
+    return {name: list(task.details.get("required_assets", [])) for name, task in tasks.items()}
+
+
+def test_doctor_says_simpler_env_is_not_ready_without_the_upstream():
+    from evaluator.doctor import diagnose
+
+    verdict = diagnose()["benchmarks"]["simpler_env"]
+    assert not verdict["ready"]
+    assert "simpler_env is not installed" in verdict["reason"]
+    assert "mani_skill2_real2sim is not installed" in verdict["reason"]
+
+
+def test_doctor_refuses_the_upstream_at_another_revision(tmp_path, monkeypatch):
+    from evaluator.benchmarks import simpler_pins
+    from evaluator.doctor import diagnose
+    from evaluator.protocol.catalogs import load_catalog
+
+    pins = simpler_pins(load_catalog("simpler_env"))
+    everything = sorted({p for paths in _required_assets().values() for p in paths})
+    wrong = {**pins, "simpler_env": "0" * 40}
+    _fake_upstream(tmp_path / "site", wrong, tmp_path / "assets", everything)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    verdict = diagnose()["benchmarks"]["simpler_env"]
+    assert not verdict["ready"] and verdict["missing_assets"] == {}
+    assert f"simpler_env is at {'0' * 40}, the protocol pins {pins['simpler_env']}" in verdict["reason"]
+    assert "mani_skill2_real2sim" not in verdict["reason"]  # that one is at its pin
+
+
+def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkeypatch):
+    from evaluator.benchmarks import simpler_pins
+    from evaluator.doctor import diagnose
+    from evaluator.protocol.catalogs import load_catalog
+
+    required = _required_assets()
+    everything = sorted({p for paths in required.values() for p in paths})
+    absent = "data/hab2_bench_assets/stages/google_pick_coke_can_1_v4.glb"
+    assert absent in everything
+    present = [p for p in everything if p != absent]
+    _fake_upstream(tmp_path / "site", simpler_pins(load_catalog("simpler_env")), tmp_path / "assets", present)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    verdict = diagnose()["benchmarks"]["simpler_env"]
+    needing = sorted(task for task, paths in required.items() if absent in paths)
+    assert needing and sorted(verdict["missing_assets"]) == needing
+    assert all(verdict["missing_assets"][task] == [absent] for task in needing)
+    assert not verdict["ready"] and f"{needing[0]} misses {absent}" in verdict["reason"]
+    (tmp_path / "assets" / absent.removeprefix("data/")).write_bytes(b"")
+    assert diagnose()["benchmarks"]["simpler_env"]["ready"]  # the same checks pass once it is there
 
 
 def test_simpler_env_without_the_pinned_upstream_is_an_install_error_before_any_control(run_cell):

@@ -17,9 +17,9 @@ from evaluator.protocol.identity import configure
 from tests.doubles import simpler_upstream as upstream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "environment" / "workers"))  # as the worker runs
-import sapien_worker  # noqa: E402
-import simpler_adapter  # noqa: E402
-from wire import encode_frame, read_frame  # noqa: E402
+import sapien_worker
+import simpler_adapter
+from wire import encode_frame, read_frame
 
 CATALOG = load_catalog("simpler_env")
 ZERO = np.zeros(7)
@@ -27,10 +27,12 @@ ZERO = np.zeros(7)
 
 def _episode(alias, horizon_multiplier=1):
     task = CATALOG.task(alias)
-    budget = resolve_budget(configure("simpler_env", horizon_multiplier=horizon_multiplier, max_policy_calls=200),
-                            task.native_horizon)
-    episode = simpler_adapter.SimplerEpisode(upstream.gym_make, upstream.ENVIRONMENT_MAP, alias, task.camera,
-                                             budget.evaluation_horizon)
+    budget = resolve_budget(
+        configure("simpler_env", horizon_multiplier=horizon_multiplier, max_policy_calls=200), task.native_horizon
+    )
+    episode = simpler_adapter.SimplerEpisode(
+        upstream.gym_make, upstream.ENVIRONMENT_MAP, alias, task.camera, budget.evaluation_horizon
+    )
     return episode, budget
 
 
@@ -41,7 +43,7 @@ def test_building_every_alias_twice_leaves_the_global_map_unchanged():
     for _ in range(2):
         for alias in upstream.ENVIRONMENT_MAP:
             simpler_adapter.SimplerEpisode(upstream.gym_make, upstream.ENVIRONMENT_MAP, alias, "overhead_camera", 80)
-    assert upstream.ENVIRONMENT_MAP == before
+    assert before == upstream.ENVIRONMENT_MAP
     assert {alias: id(kwargs) for alias, (_, kwargs) in upstream.ENVIRONMENT_MAP.items()} == inner
 
 
@@ -50,10 +52,15 @@ def test_construction_copies_the_alias_kwargs_with_rgbd_and_prepackaged_config()
     # and prepackaged_config=True."
     episode, _ = _episode("google_robot_place_apple_in_closed_top_drawer")
     assert episode.env_id == "PlaceIntoClosedTopDrawerCustomInScene-v0"
-    assert episode.env.unwrapped.kwargs == {"model_ids": "baked_apple_v2", "obs_mode": "rgbd",
-                                            "prepackaged_config": True}
+    assert episode.env.unwrapped.kwargs == {
+        "model_ids": "baked_apple_v2",
+        "obs_mode": "rgbd",
+        "prepackaged_config": True,
+    }
     episode.kwargs["model_ids"] = "changed"
-    assert upstream.ENVIRONMENT_MAP["google_robot_place_apple_in_closed_top_drawer"][1] == {"model_ids": "baked_apple_v2"}
+    assert upstream.ENVIRONMENT_MAP["google_robot_place_apple_in_closed_top_drawer"][1] == {
+        "model_ids": "baked_apple_v2"
+    }
 
 
 def test_an_action_decoded_from_the_wire_reaches_the_env_as_writable_memory():

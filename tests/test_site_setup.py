@@ -13,7 +13,6 @@ from evaluator import models
 from tests.servers.site import daphne_site
 
 
-
 def test_loading_catalogs_twice_keeps_one_row_per_task(catalogs):
     call_command("load_catalogs", stdout=io.StringIO())
     assert models.Task.objects.filter(benchmark__name="simpler_env").count() == 15
@@ -56,8 +55,18 @@ def test_the_benchmarks_page_lists_benchmarks_tasks_and_default_identities(admin
 
 @pytest.mark.parametrize(
     "model",
-    [models.ProtocolIdentity, models.Benchmark, models.Task, models.Policy, models.Campaign, models.Attempt,
-     models.Decision, models.Step, models.Intervention, models.Artifact],
+    [
+        models.ProtocolIdentity,
+        models.Benchmark,
+        models.Task,
+        models.Policy,
+        models.Campaign,
+        models.Attempt,
+        models.Decision,
+        models.Step,
+        models.Intervention,
+        models.Artifact,
+    ],
 )
 def test_the_admin_shows_every_model(admin_client, make_attempt, model):
     make_attempt()

@@ -11,7 +11,6 @@ import os
 import sys
 
 import numpy as np
-
 from wire import NativeError, serve_worker
 
 WIDTH, HEIGHT = 640, 480

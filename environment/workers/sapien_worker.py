@@ -9,36 +9,24 @@ VK_INSTANCE_LAYERS and records them in provenance.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
-
+from simpler_inventory import installed_revision, missing_assets, revision_problems
 from wire import NativeError, jsonable, serve_worker
 
 WIDTH, HEIGHT = 640, 480
 # What SAPIEN says when it finds no Vulkan device it can use (environment/RENDERING.md).
-NO_DEVICE = ("ErrorExtensionNotPresent", "suitable rendering device", "enumeratePhysicalDevices", "ErrorInitializationFailed")
+NO_DEVICE = (
+    "ErrorExtensionNotPresent",
+    "suitable rendering device",
+    "enumeratePhysicalDevices",
+    "ErrorInitializationFailed",
+)
 RENDER_FAILURES = ("vk::", "Vulkan", "OptiX", "svulkan2")
-
-
-def installed_revision(distribution: str) -> str | None:
-    """The VCS commit pip recorded for a package installed from a repository, if any."""
-    try:
-        raw = metadata.distribution(distribution).read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    return json.loads(raw or "{}").get("vcs_info", {}).get("commit_id")
-
-
-def check_pins(pinned: dict) -> None:
-    for distribution, revision in pinned.items():
-        installed = installed_revision(distribution)
-        if installed != revision:
-            raise NativeError("install", f"{distribution} is at {installed or 'an unknown revision'}, "
-                                         f"the protocol pins {revision}")
 
 
 class SapienWorker:
@@ -83,23 +71,30 @@ class SapienWorker:
 
                 self.camera = request["camera"]
                 self.env = gym.make(
-                    request["env_id"], obs_mode="rgbd", control_mode=request["control_mode"],
-                    camera_cfgs={self.camera: {"width": WIDTH, "height": HEIGHT}}, max_episode_steps=steps,
+                    request["env_id"],
+                    obs_mode="rgbd",
+                    control_mode=request["control_mode"],
+                    camera_cfgs={self.camera: {"width": WIDTH, "height": HEIGHT}},
+                    max_episode_steps=steps,
                 )
             elif family == "simpler_env":
                 import mani_skill2_real2sim
                 import simpler_env
                 from simpler_adapter import SimplerEpisode
 
-                check_pins(request["pinned_revisions"])
-                missing = [p for p in request["required_assets"]
-                           if not (mani_skill2_real2sim.ASSET_DIR / p.removeprefix("data/")).is_file()]
+                problems = revision_problems(request["pinned_revisions"])
+                if problems:
+                    raise NativeError("install", "; ".join(problems))
+                missing = missing_assets(Path(mani_skill2_real2sim.ASSET_DIR), request["required_assets"])
                 if missing:
                     # SAPIEN would only log "File not found" and build a scene without its table.
-                    raise NativeError("install", f"missing upstream assets under {mani_skill2_real2sim.ASSET_DIR}: "
-                                                 + ", ".join(missing))
-                self.simpler = SimplerEpisode(gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"],
-                                              request["camera"], steps)
+                    raise NativeError(
+                        "install",
+                        f"missing upstream assets under {mani_skill2_real2sim.ASSET_DIR}: " + ", ".join(missing),
+                    )
+                self.simpler = SimplerEpisode(
+                    gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"], request["camera"], steps
+                )
             else:
                 raise NativeError("install", f"unknown SAPIEN benchmark family {family!r}")
         except ImportError as exc:
@@ -132,7 +127,9 @@ class SapienWorker:
             return {"instruction": self.instruction, "reset_info": reset_info, "native_steps": 0}, {"rgb": rgb}
         obs, info = self.env.reset(seed=seed)
         self.instruction = request["instruction"]  # ManiSkill2 tasks have no native language: the catalog's
-        return {"instruction": self.instruction, "reset_info": jsonable(info), "native_steps": 0}, {"rgb": self._rgb(obs)}
+        return {"instruction": self.instruction, "reset_info": jsonable(info), "native_steps": 0}, {
+            "rgb": self._rgb(obs)
+        }
 
     def step(self, request: dict, arrays: dict) -> tuple[dict, dict]:
         action = arrays.get("action")

@@ -17,10 +17,10 @@ What it guards against (upstream_simplerenv_facts.md §1, §4-§6, §10):
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
-
 from wire import jsonable  # this directory is on the worker's path
 
 UINT32 = 2**32
@@ -43,8 +43,9 @@ def construction(alias_map: Mapping[str, tuple[str, dict]], alias: str, max_epis
 class SimplerEpisode:
     """One env of one prepackaged alias (one env per worker process)."""
 
-    def __init__(self, gym_make: Callable[..., Any], alias_map: Mapping, alias: str, camera: str,
-                 max_episode_steps: int):
+    def __init__(
+        self, gym_make: Callable[..., Any], alias_map: Mapping, alias: str, camera: str, max_episode_steps: int
+    ):
         self.env_id, self.kwargs = construction(alias_map, alias, max_episode_steps)
         self.camera = camera
         self.env = gym_make(self.env_id, **self.kwargs)

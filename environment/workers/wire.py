@@ -17,8 +17,8 @@ import os
 import struct
 import sys
 import traceback
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +140,9 @@ def serve(handlers: dict[str, Callable[[dict, dict], tuple[dict, dict]]], defaul
         except Exception as exc:  # a native crash that Python survived: report it, typed by request
             traceback.print_exc(file=sys.stderr)
             error_type = default_errors.get(op, "native_runtime")
-            reply = encode_frame({"ok": False, "error": {"type": error_type, "message": f"{type(exc).__name__}: {exc}"}})
+            reply = encode_frame(
+                {"ok": False, "error": {"type": error_type, "message": f"{type(exc).__name__}: {exc}"}}
+            )
         channel.write(reply)
         channel.flush()
         if op == "close":

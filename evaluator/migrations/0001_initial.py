@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,230 +14,436 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Benchmark',
+            name="Benchmark",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64, unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('catalog_file', models.CharField(max_length=200)),
-                ('catalog_sha256', models.CharField(max_length=64)),
-                ('upstream', models.JSONField(default=dict)),
-                ('loaded_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=64, unique=True)),
+                ("title", models.CharField(max_length=200)),
+                ("catalog_file", models.CharField(max_length=200)),
+                ("catalog_sha256", models.CharField(max_length=64)),
+                ("upstream", models.JSONField(default=dict)),
+                ("loaded_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Policy',
+            name="Policy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('fixed_program', 'fixed program'), ('scripted_harness_check', 'scripted harness check'), ('general_purpose_model_method', 'general-purpose model method')], max_length=40)),
-                ('spec', models.CharField(help_text='How to reach it, e.g. builtin:noop or http://host:port/act.', max_length=500)),
-                ('settings', models.JSONField(blank=True, default=dict, help_text='Declared settings (model, tokens, timeouts...).')),
-                ('identity', models.CharField(editable=False, help_text='sha256 of kind, spec and settings.', max_length=64)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("fixed_program", "fixed program"),
+                            ("scripted_harness_check", "scripted harness check"),
+                            ("general_purpose_model_method", "general-purpose model method"),
+                        ],
+                        max_length=40,
+                    ),
+                ),
+                (
+                    "spec",
+                    models.CharField(
+                        help_text="How to reach it, e.g. builtin:noop or http://host:port/act.", max_length=500
+                    ),
+                ),
+                (
+                    "settings",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Declared settings (model, tokens, timeouts...)."
+                    ),
+                ),
+                (
+                    "identity",
+                    models.CharField(editable=False, help_text="sha256 of kind, spec and settings.", max_length=64),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'policies',
-                'ordering': ['name'],
+                "verbose_name_plural": "policies",
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='ProtocolIdentity',
+            name="ProtocolIdentity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('protocol_id', models.CharField(max_length=255, unique=True)),
-                ('benchmark', models.CharField(max_length=64)),
-                ('configuration', models.JSONField(help_text='The configuration the identity names.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("protocol_id", models.CharField(max_length=255, unique=True)),
+                ("benchmark", models.CharField(max_length=64)),
+                ("configuration", models.JSONField(help_text="The configuration the identity names.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'protocol identities',
-                'ordering': ['protocol_id'],
+                "verbose_name_plural": "protocol identities",
+                "ordering": ["protocol_id"],
             },
         ),
         migrations.CreateModel(
-            name='Campaign',
+            name="Campaign",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('task_names', models.JSONField(help_text='The selected tasks, in plan order.')),
-                ('reset_selection', models.CharField(default='seed', max_length=100)),
-                ('seed', models.BigIntegerField()),
-                ('protocol_config', models.JSONField(help_text='The resolved configuration, run budgets included.')),
-                ('mode', models.CharField(choices=[('fast', 'fast'), ('full', 'full')], default='fast', max_length=10)),
-                ('provenance', models.JSONField(default=dict, help_text='Catalog checksum, upstream revisions.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('benchmark', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='evaluator.benchmark')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
-                ('policy', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='evaluator.policy')),
-                ('protocol', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='evaluator.protocolidentity')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("task_names", models.JSONField(help_text="The selected tasks, in plan order.")),
+                ("reset_selection", models.CharField(default="seed", max_length=100)),
+                ("seed", models.BigIntegerField()),
+                ("protocol_config", models.JSONField(help_text="The resolved configuration, run budgets included.")),
+                ("mode", models.CharField(choices=[("fast", "fast"), ("full", "full")], default="fast", max_length=10)),
+                ("provenance", models.JSONField(default=dict, help_text="Catalog checksum, upstream revisions.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "benchmark",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="evaluator.benchmark"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="evaluator.policy"
+                    ),
+                ),
+                (
+                    "protocol",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="campaigns",
+                        to="evaluator.protocolidentity",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Attempt',
+            name="Attempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('cell_index', models.PositiveIntegerField(help_text='Position of the cell in the campaign plan.')),
-                ('seed', models.BigIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('finished', 'finished')], default='pending', max_length=10)),
-                ('outcome', models.CharField(blank=True, choices=[('success', 'success'), ('task_failure', 'task failure'), ('policy_error', 'policy error'), ('contract_violation', 'contract violation'), ('infrastructure_error', 'infrastructure error')], max_length=30)),
-                ('error_type', models.CharField(blank=True, choices=[('malformed_output', 'malformed output'), ('policy_timeout', 'policy timeout'), ('policy_transport', 'policy transport'), ('policy_server_error', 'policy server error'), ('not_a_vector', 'not a vector'), ('wrong_length', 'wrong length'), ('not_a_number', 'not a number'), ('boolean', 'boolean'), ('non_finite', 'non finite'), ('out_of_bounds', 'out of bounds'), ('install', 'install'), ('reset', 'reset'), ('render', 'render'), ('native_runtime', 'native runtime'), ('worker_lost', 'worker lost'), ('evaluator', 'evaluator')], max_length=30)),
-                ('error_detail', models.TextField(blank=True)),
-                ('termination_reason', models.CharField(blank=True, choices=[('evaluation_horizon', 'evaluation horizon'), ('call_budget', 'call budget'), ('runner_step_cap', 'runner step cap'), ('native_termination', 'native termination'), ('policy_stop', 'policy stop'), ('error', 'error')], max_length=30)),
-                ('success', models.BooleanField(null=True)),
-                ('success_ever', models.BooleanField(null=True)),
-                ('policy_calls', models.PositiveIntegerField(default=0)),
-                ('action_decisions', models.PositiveIntegerField(default=0)),
-                ('rejected_calls', models.PositiveIntegerField(default=0)),
-                ('environment_steps', models.PositiveIntegerField(default=0)),
-                ('first_success_step', models.PositiveIntegerField(blank=True, null=True)),
-                ('first_success_decision', models.PositiveIntegerField(blank=True, null=True)),
-                ('success_at_h', models.BooleanField(null=True)),
-                ('success_at_2h', models.BooleanField(null=True)),
-                ('autonomous', models.BooleanField(default=True)),
-                ('accounting', models.JSONField(default=dict, help_text='Provider requests, tokens, cost (null when unknown) and call latency percentiles.')),
-                ('policy_identity', models.CharField(help_text='The policy identity this attempt ran with.', max_length=64)),
-                ('budget', models.JSONField(help_text='The resolved budget: H, evaluation horizon, C, K, runner cap.')),
-                ('provenance', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('rerun_of', models.ForeignKey(blank=True, help_text='The earlier attempt, when this is a separately authorized re-run.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='reruns', to='evaluator.attempt')),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='attempts', to='evaluator.campaign')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("cell_index", models.PositiveIntegerField(help_text="Position of the cell in the campaign plan.")),
+                ("seed", models.BigIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "pending"), ("running", "running"), ("finished", "finished")],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("success", "success"),
+                            ("task_failure", "task failure"),
+                            ("policy_error", "policy error"),
+                            ("contract_violation", "contract violation"),
+                            ("infrastructure_error", "infrastructure error"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "error_type",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("malformed_output", "malformed output"),
+                            ("policy_timeout", "policy timeout"),
+                            ("policy_transport", "policy transport"),
+                            ("policy_server_error", "policy server error"),
+                            ("not_a_vector", "not a vector"),
+                            ("wrong_length", "wrong length"),
+                            ("not_a_number", "not a number"),
+                            ("boolean", "boolean"),
+                            ("non_finite", "non finite"),
+                            ("out_of_bounds", "out of bounds"),
+                            ("install", "install"),
+                            ("reset", "reset"),
+                            ("render", "render"),
+                            ("native_runtime", "native runtime"),
+                            ("worker_lost", "worker lost"),
+                            ("evaluator", "evaluator"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                ("error_detail", models.TextField(blank=True)),
+                (
+                    "termination_reason",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("evaluation_horizon", "evaluation horizon"),
+                            ("call_budget", "call budget"),
+                            ("runner_step_cap", "runner step cap"),
+                            ("native_termination", "native termination"),
+                            ("policy_stop", "policy stop"),
+                            ("error", "error"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                ("success", models.BooleanField(null=True)),
+                ("success_ever", models.BooleanField(null=True)),
+                ("policy_calls", models.PositiveIntegerField(default=0)),
+                ("action_decisions", models.PositiveIntegerField(default=0)),
+                ("rejected_calls", models.PositiveIntegerField(default=0)),
+                ("environment_steps", models.PositiveIntegerField(default=0)),
+                ("first_success_step", models.PositiveIntegerField(blank=True, null=True)),
+                ("first_success_decision", models.PositiveIntegerField(blank=True, null=True)),
+                ("success_at_h", models.BooleanField(null=True)),
+                ("success_at_2h", models.BooleanField(null=True)),
+                ("autonomous", models.BooleanField(default=True)),
+                (
+                    "accounting",
+                    models.JSONField(
+                        default=dict,
+                        help_text="Provider requests, tokens, cost (null when unknown) and call latency percentiles.",
+                    ),
+                ),
+                (
+                    "policy_identity",
+                    models.CharField(help_text="The policy identity this attempt ran with.", max_length=64),
+                ),
+                ("budget", models.JSONField(help_text="The resolved budget: H, evaluation horizon, C, K, runner cap.")),
+                ("provenance", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "rerun_of",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The earlier attempt, when this is a separately authorized re-run.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="reruns",
+                        to="evaluator.attempt",
+                    ),
+                ),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="attempts", to="evaluator.campaign"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign_id', 'cell_index', 'created_at'],
+                "ordering": ["campaign_id", "cell_index", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('index', models.PositiveIntegerField(help_text='1-based policy call number.')),
-                ('kind', models.CharField(choices=[('actions', 'actions'), ('stop', 'stop'), ('rejected', 'rejected (feedback track)'), ('failed', 'failed')], max_length=10)),
-                ('actor', models.CharField(choices=[('policy', 'policy'), ('human', 'human')], default='policy', max_length=10)),
-                ('observation_step', models.PositiveIntegerField(help_text='Executed steps before the observation it answered.')),
-                ('instruction', models.TextField()),
-                ('response', models.JSONField(help_text='The structured response as received.', null=True)),
-                ('accepted_chunk', models.JSONField(default=list)),
-                ('executed', models.PositiveIntegerField(default=0)),
-                ('violation', models.JSONField(blank=True, null=True)),
-                ('latency_ms', models.FloatField(blank=True, null=True)),
-                ('provider_requests', models.PositiveIntegerField(blank=True, help_text='Null when unknown.', null=True)),
-                ('usage', models.JSONField(blank=True, help_text='Tokens and cost when known.', null=True)),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='evaluator.attempt')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("index", models.PositiveIntegerField(help_text="1-based policy call number.")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("actions", "actions"),
+                            ("stop", "stop"),
+                            ("rejected", "rejected (feedback track)"),
+                            ("failed", "failed"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "actor",
+                    models.CharField(
+                        choices=[("policy", "policy"), ("human", "human")], default="policy", max_length=10
+                    ),
+                ),
+                (
+                    "observation_step",
+                    models.PositiveIntegerField(help_text="Executed steps before the observation it answered."),
+                ),
+                ("instruction", models.TextField()),
+                ("response", models.JSONField(help_text="The structured response as received.", null=True)),
+                ("accepted_chunk", models.JSONField(default=list)),
+                ("executed", models.PositiveIntegerField(default=0)),
+                ("violation", models.JSONField(blank=True, null=True)),
+                ("latency_ms", models.FloatField(blank=True, null=True)),
+                (
+                    "provider_requests",
+                    models.PositiveIntegerField(blank=True, help_text="Null when unknown.", null=True),
+                ),
+                ("usage", models.JSONField(blank=True, help_text="Tokens and cost when known.", null=True)),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="decisions", to="evaluator.attempt"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['attempt_id', 'index'],
+                "ordering": ["attempt_id", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Intervention',
+            name="Intervention",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('kind', models.CharField(choices=[('pause', 'pause'), ('resume', 'resume'), ('take_over', 'take over'), ('stop', 'stop'), ('annotate', 'annotate')], max_length=10)),
-                ('step_index', models.PositiveIntegerField(help_text='Executed steps when it happened.')),
-                ('note', models.TextField(blank=True)),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='interventions', to='evaluator.attempt')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("pause", "pause"),
+                            ("resume", "resume"),
+                            ("take_over", "take over"),
+                            ("stop", "stop"),
+                            ("annotate", "annotate"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("step_index", models.PositiveIntegerField(help_text="Executed steps when it happened.")),
+                ("note", models.TextField(blank=True)),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="interventions",
+                        to="evaluator.attempt",
+                    ),
+                ),
+                ("user", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                'ordering': ['attempt_id', 'created_at'],
+                "ordering": ["attempt_id", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Step',
+            name="Step",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('index', models.PositiveIntegerField(help_text='1-based native step number.')),
-                ('action', models.JSONField()),
-                ('native_success', models.BooleanField()),
-                ('terminated', models.BooleanField()),
-                ('truncated', models.BooleanField()),
-                ('instruction', models.TextField(help_text='The instruction the native env reports after this step.')),
-                ('info', models.JSONField(default=dict)),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='evaluator.attempt')),
-                ('decision', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='evaluator.decision')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("index", models.PositiveIntegerField(help_text="1-based native step number.")),
+                ("action", models.JSONField()),
+                ("native_success", models.BooleanField()),
+                ("terminated", models.BooleanField()),
+                ("truncated", models.BooleanField()),
+                ("instruction", models.TextField(help_text="The instruction the native env reports after this step.")),
+                ("info", models.JSONField(default=dict)),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="evaluator.attempt"
+                    ),
+                ),
+                (
+                    "decision",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="evaluator.decision"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['attempt_id', 'index'],
+                "ordering": ["attempt_id", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('position', models.PositiveIntegerField(help_text='Order in the catalog.')),
-                ('env_id', models.CharField(max_length=200)),
-                ('native_horizon', models.PositiveIntegerField()),
-                ('instruction', models.TextField()),
-                ('robot', models.CharField(max_length=100)),
-                ('camera', models.CharField(max_length=100)),
-                ('rgb_shape', models.JSONField()),
-                ('control_hz', models.FloatField()),
-                ('controller', models.CharField(max_length=200)),
-                ('details', models.JSONField(default=dict)),
-                ('in_catalog', models.BooleanField(default=True, help_text='False once the current catalog no longer lists it.')),
-                ('benchmark', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to='evaluator.benchmark')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("position", models.PositiveIntegerField(help_text="Order in the catalog.")),
+                ("env_id", models.CharField(max_length=200)),
+                ("native_horizon", models.PositiveIntegerField()),
+                ("instruction", models.TextField()),
+                ("robot", models.CharField(max_length=100)),
+                ("camera", models.CharField(max_length=100)),
+                ("rgb_shape", models.JSONField()),
+                ("control_hz", models.FloatField()),
+                ("controller", models.CharField(max_length=200)),
+                ("details", models.JSONField(default=dict)),
+                (
+                    "in_catalog",
+                    models.BooleanField(default=True, help_text="False once the current catalog no longer lists it."),
+                ),
+                (
+                    "benchmark",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="tasks", to="evaluator.benchmark"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['benchmark__name', 'position'],
+                "ordering": ["benchmark__name", "position"],
             },
         ),
         migrations.AddField(
-            model_name='attempt',
-            name='task',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='attempts', to='evaluator.task'),
+            model_name="attempt",
+            name="task",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="attempts", to="evaluator.task"
+            ),
         ),
         migrations.CreateModel(
-            name='Artifact',
+            name="Artifact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('kind', models.CharField(help_text='video, frame_index, messages, manifest, ...', max_length=40)),
-                ('path', models.CharField(help_text='Relative to MEDIA_ROOT.', max_length=500)),
-                ('sha256', models.CharField(max_length=64)),
-                ('size', models.PositiveBigIntegerField()),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='artifacts', to='evaluator.attempt')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("kind", models.CharField(help_text="video, frame_index, messages, manifest, ...", max_length=40)),
+                ("path", models.CharField(help_text="Relative to MEDIA_ROOT.", max_length=500)),
+                ("sha256", models.CharField(max_length=64)),
+                ("size", models.PositiveBigIntegerField()),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="artifacts", to="evaluator.attempt"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['attempt_id', 'path'],
-                'constraints': [models.UniqueConstraint(fields=('attempt', 'path'), name='unique_artifact_path')],
+                "ordering": ["attempt_id", "path"],
+                "constraints": [models.UniqueConstraint(fields=("attempt", "path"), name="unique_artifact_path")],
             },
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(fields=('attempt', 'index'), name='unique_decision_index'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(fields=("attempt", "index"), name="unique_decision_index"),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('seed__gte', 0), ('seed__lt', 4294967296)), name='campaign_seed_in_uint32'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("seed__gte", 0), ("seed__lt", 4294967296)), name="campaign_seed_in_uint32"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='step',
-            constraint=models.UniqueConstraint(fields=('attempt', 'index'), name='unique_step_index'),
+            model_name="step",
+            constraint=models.UniqueConstraint(fields=("attempt", "index"), name="unique_step_index"),
         ),
         migrations.AddConstraint(
-            model_name='task',
-            constraint=models.UniqueConstraint(fields=('benchmark', 'name'), name='unique_task_per_benchmark'),
+            model_name="task",
+            constraint=models.UniqueConstraint(fields=("benchmark", "name"), name="unique_task_per_benchmark"),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.UniqueConstraint(condition=models.Q(('rerun_of__isnull', True)), fields=('campaign', 'cell_index'), name='one_original_attempt_per_cell'),
+            model_name="attempt",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("rerun_of__isnull", True)),
+                fields=("campaign", "cell_index"),
+                name="one_original_attempt_per_cell",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.CheckConstraint(condition=models.Q(('seed__gte', 0), ('seed__lt', 4294967296)), name='attempt_seed_in_uint32'),
+            model_name="attempt",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("seed__gte", 0), ("seed__lt", 4294967296)), name="attempt_seed_in_uint32"
+            ),
         ),
     ]

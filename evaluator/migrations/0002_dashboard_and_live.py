@@ -4,60 +4,119 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluator', '0001_initial'),
+        ("evaluator", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='attempt',
-            options={'ordering': ['campaign_id', 'cell_index', 'created_at'], 'permissions': [('start_attempt', 'Can start and re-run attempts'), ('watch_attempt', 'Can watch live rollouts'), ('intervene_attempt', 'Can intervene in live rollouts')]},
+            name="attempt",
+            options={
+                "ordering": ["campaign_id", "cell_index", "created_at"],
+                "permissions": [
+                    ("start_attempt", "Can start and re-run attempts"),
+                    ("watch_attempt", "Can watch live rollouts"),
+                    ("intervene_attempt", "Can intervene in live rollouts"),
+                ],
+            },
         ),
         migrations.AlterModelOptions(
-            name='campaign',
-            options={'ordering': ['-created_at'], 'permissions': [('launch_campaign', 'Can launch campaigns')]},
+            name="campaign",
+            options={"ordering": ["-created_at"], "permissions": [("launch_campaign", "Can launch campaigns")]},
         ),
         migrations.AddField(
-            model_name='decision',
-            name='call_index',
-            field=models.PositiveIntegerField(blank=True, help_text='Policy call number; null for a human.', null=True),
+            model_name="decision",
+            name="call_index",
+            field=models.PositiveIntegerField(blank=True, help_text="Policy call number; null for a human.", null=True),
         ),
         migrations.AlterField(
-            model_name='attempt',
-            name='error_type',
-            field=models.CharField(blank=True, choices=[('malformed_output', 'malformed output'), ('policy_timeout', 'policy timeout'), ('policy_transport', 'policy transport'), ('policy_server_error', 'policy server error'), ('not_a_vector', 'not a vector'), ('wrong_length', 'wrong length'), ('not_a_number', 'not a number'), ('boolean', 'boolean'), ('non_finite', 'non finite'), ('out_of_bounds', 'out of bounds'), ('install', 'install'), ('reset', 'reset'), ('render', 'render'), ('render_device_unavailable', 'render device unavailable'), ('native_runtime', 'native runtime'), ('worker_lost', 'worker lost'), ('evaluator', 'evaluator')], max_length=30),
+            model_name="attempt",
+            name="error_type",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("malformed_output", "malformed output"),
+                    ("policy_timeout", "policy timeout"),
+                    ("policy_transport", "policy transport"),
+                    ("policy_server_error", "policy server error"),
+                    ("not_a_vector", "not a vector"),
+                    ("wrong_length", "wrong length"),
+                    ("not_a_number", "not a number"),
+                    ("boolean", "boolean"),
+                    ("non_finite", "non finite"),
+                    ("out_of_bounds", "out of bounds"),
+                    ("install", "install"),
+                    ("reset", "reset"),
+                    ("render", "render"),
+                    ("render_device_unavailable", "render device unavailable"),
+                    ("native_runtime", "native runtime"),
+                    ("worker_lost", "worker lost"),
+                    ("evaluator", "evaluator"),
+                ],
+                max_length=30,
+            ),
         ),
         migrations.AlterField(
-            model_name='attempt',
-            name='status',
-            field=models.CharField(choices=[('pending', 'pending'), ('queued', 'queued'), ('running', 'running'), ('finished', 'finished')], default='pending', max_length=10),
+            model_name="attempt",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "pending"),
+                    ("queued", "queued"),
+                    ("running", "running"),
+                    ("finished", "finished"),
+                ],
+                default="pending",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='attempt',
-            name='termination_reason',
-            field=models.CharField(blank=True, choices=[('evaluation_horizon', 'evaluation horizon'), ('call_budget', 'call budget'), ('runner_step_cap', 'runner step cap'), ('native_termination', 'native termination'), ('policy_stop', 'policy stop'), ('human_stop', 'human stop'), ('error', 'error')], max_length=30),
+            model_name="attempt",
+            name="termination_reason",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("evaluation_horizon", "evaluation horizon"),
+                    ("call_budget", "call budget"),
+                    ("runner_step_cap", "runner step cap"),
+                    ("native_termination", "native termination"),
+                    ("policy_stop", "policy stop"),
+                    ("human_stop", "human stop"),
+                    ("error", "error"),
+                ],
+                max_length=30,
+            ),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='index',
-            field=models.PositiveIntegerField(help_text='1-based decision number (policy and human decisions).'),
+            model_name="decision",
+            name="index",
+            field=models.PositiveIntegerField(help_text="1-based decision number (policy and human decisions)."),
         ),
         migrations.AlterField(
-            model_name='intervention',
-            name='kind',
-            field=models.CharField(choices=[('pause', 'pause'), ('resume', 'resume'), ('take_over', 'take over'), ('release', 'release (end of take-over)'), ('stop', 'stop'), ('annotate', 'annotate')], max_length=10),
+            model_name="intervention",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("pause", "pause"),
+                    ("resume", "resume"),
+                    ("take_over", "take over"),
+                    ("release", "release (end of take-over)"),
+                    ("stop", "stop"),
+                    ("annotate", "annotate"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['status'], name='evaluator_a_status_7e81fd_idx'),
+            model_name="attempt",
+            index=models.Index(fields=["status"], name="evaluator_a_status_7e81fd_idx"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['outcome'], name='evaluator_a_outcome_b765be_idx'),
+            model_name="attempt",
+            index=models.Index(fields=["outcome"], name="evaluator_a_outcome_b765be_idx"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['created_at'], name='evaluator_a_created_643b01_idx'),
+            model_name="attempt",
+            index=models.Index(fields=["created_at"], name="evaluator_a_created_643b01_idx"),
         ),
     ]

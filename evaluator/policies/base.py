@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
 import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
@@ -22,7 +21,8 @@ from evaluator.protocol.scoring import ErrorType
 # What each declared stage asks for. Only "act" answers with actions, and it comes last.
 STAGES = {
     "analyze": "Describe what you see that matters for the task and plan your next motions. Plain text.",
-    "act": 'Answer with JSON only: {"actions": [[...], ...]} with at most {k} actions of {d} numbers, or {"stop": true}.',
+    "act": 'Answer with JSON only: {"actions": [[...], ...]} with at most {k} actions of {d} numbers, '
+    'or {"stop": true}.',
 }
 JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -41,9 +41,18 @@ def parse_action_json(content: str) -> dict:
 
 
 class ChatPolicy(Policy):
-    def __init__(self, base_url: str, model: str, mode: str = SINGLE_RESPONSE, composition: tuple[str, ...] = ("act",),
-                 timeout_s: float = 60.0, max_tokens: int = 512, temperature: float = 0.0,
-                 usd_per_1k_input: float | None = None, usd_per_1k_output: float | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        mode: str = SINGLE_RESPONSE,
+        composition: tuple[str, ...] = ("act",),
+        timeout_s: float = 60.0,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        usd_per_1k_input: float | None = None,
+        usd_per_1k_output: float | None = None,
+    ):
         if not composition or composition[-1] != "act" or any(stage not in STAGES for stage in composition):
             raise ValueError(f"a composition is a list of {sorted(STAGES)} ending in 'act', got {composition}")
         if mode == SINGLE_RESPONSE and composition != ("act",):
@@ -75,7 +84,8 @@ class ChatPolicy(Policy):
             lines.append(f"Your previous answer was rejected: {message.feedback}")
         lines += [f"Your analysis: {note}" for note in notes]
         lines.append(
-            STAGES[stage].replace("{k}", str(self.start.budgets["replan_interval"]))
+            STAGES[stage]
+            .replace("{k}", str(self.start.budgets["replan_interval"]))
             .replace("{d}", str(self.start.action_contract["dimension"]))
         )
         return [
@@ -84,31 +94,43 @@ class ChatPolicy(Policy):
         ]
 
     def _complete(self, messages: list[dict]) -> tuple[str, dict]:
-        body = json.dumps({
-            "model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": self.temperature,
-        }).encode()
+        body = json.dumps(
+            {
+                "model": self.model,
+                "messages": messages,
+                "max_tokens": self.max_tokens,
+                "temperature": self.temperature,
+            }
+        ).encode()
         factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
         connection = factory(self.parsed.hostname, self.parsed.port, timeout=self.timeout_s)
         try:
-            connection.request("POST", f"{self.parsed.path}/chat/completions", body=body,
-                               headers={"Content-Type": "application/json"})
+            connection.request(
+                "POST", f"{self.parsed.path}/chat/completions", body=body, headers={"Content-Type": "application/json"}
+            )
             response = connection.getresponse()
             data = response.read()
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise PolicyFailure(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None
         except (OSError, http.client.HTTPException) as exc:
             raise PolicyFailure(ErrorType.POLICY_TRANSPORT, "the connection to the model failed", repr(exc)) from None
         finally:
             connection.close()
         if response.status >= 400:
-            raise PolicyFailure(ErrorType.POLICY_SERVER_ERROR, f"the model endpoint answered HTTP {response.status}",
-                                data[:2000].decode(errors="replace"))
+            raise PolicyFailure(
+                ErrorType.POLICY_SERVER_ERROR,
+                f"the model endpoint answered HTTP {response.status}",
+                data[:2000].decode(errors="replace"),
+            )
         try:
             completion = json.loads(data)
             return completion["choices"][0]["message"]["content"] or "", completion.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError):
-            raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, "the endpoint's reply is not a chat completion",
-                                data[:2000].decode(errors="replace")) from None
+            raise PolicyFailure(
+                ErrorType.MALFORMED_OUTPUT,
+                "the endpoint's reply is not a chat completion",
+                data[:2000].decode(errors="replace"),
+            ) from None
 
     def _usage(self, requests: int, usages: list[dict]) -> Usage:
         def total(key):
@@ -125,8 +147,10 @@ class ChatPolicy(Policy):
     def act(self, message: MailboxMessage) -> PolicyReply:
         notes, usages = [], []
         for stage in self.composition:
-            messages = [{"role": "system", "content": self._system()},
-                        {"role": "user", "content": self._user(message, stage, notes)}]
+            messages = [
+                {"role": "system", "content": self._system()},
+                {"role": "user", "content": self._user(message, stage, notes)},
+            ]
             try:
                 content, usage = self._complete(messages)
             except PolicyFailure as failure:

@@ -1,4 +1,4 @@
-"""Policies behind a plain HTTP JSON endpoint: one POST per act (docs/policy-http-protocol.md)."""
+"""Policies behind a plain HTTP JSON endpoint: one POST per act (docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class HttpJsonPolicy(Policy):
             connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
             data = response.read()
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             self._drop_connection()
             raise PolicyFailure(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None
         except (OSError, http.client.HTTPException) as exc:

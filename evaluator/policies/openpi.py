@@ -41,8 +41,14 @@ def unpack(data: bytes):
 
 
 class OpenPiPolicy(Policy):
-    def __init__(self, uri: str, timeout_s: float = 30.0, image_key: str = "observation/image",
-                 prompt_key: str = "prompt", sensor_prefix: str = "observation/"):
+    def __init__(
+        self,
+        uri: str,
+        timeout_s: float = 30.0,
+        image_key: str = "observation/image",
+        prompt_key: str = "prompt",
+        sensor_prefix: str = "observation/",
+    ):
         self.uri, self.timeout_s = uri, timeout_s
         self.image_key, self.prompt_key, self.sensor_prefix = image_key, prompt_key, sensor_prefix
         self.socket = None

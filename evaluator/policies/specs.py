@@ -1,7 +1,7 @@
 """Policy spec strings, the records they make, and the policy objects built from them.
 
     builtin:NAME                               noop, stop, fetch-oracle
-    http://HOST:PORT/PATH                      plain HTTP JSON (docs/policy-http-protocol.md)
+    http://HOST:PORT/PATH                      plain HTTP JSON (docs/policies.md)
     openpi+ws://HOST:PORT                      an openpi WebSocket policy server
     torchscript:PATH                           a local TorchScript module (torch extra)
     openai+http://HOST:PORT/v1?model=NAME      a model method over an OpenAI-compatible endpoint
@@ -27,8 +27,15 @@ from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import ProtocolConfig
 
 SETTING_TYPES = {
-    "timeout_s": float, "device": str, "image_key": str, "prompt_key": str, "model": str, "max_tokens": int,
-    "temperature": float, "composition": lambda v: v.split(","), "usd_per_1k_input": float,
+    "timeout_s": float,
+    "device": str,
+    "image_key": str,
+    "prompt_key": str,
+    "model": str,
+    "max_tokens": int,
+    "temperature": float,
+    "composition": lambda v: v.split(","),
+    "usd_per_1k_input": float,
     "usd_per_1k_output": float,
 }
 TRANSPORT_KINDS = {
@@ -106,8 +113,11 @@ def build_policy(spec: str, settings: dict, config: ProtocolConfig) -> Policy:
             mode=config.interaction_mode,
             composition=tuple(settings.get("composition", ["act"])),
             timeout_s=settings.get("timeout_s", 60.0),
-            **{k: settings[k] for k in ("max_tokens", "temperature", "usd_per_1k_input", "usd_per_1k_output")
-               if k in settings},
+            **{
+                k: settings[k]
+                for k in ("max_tokens", "temperature", "usd_per_1k_input", "usd_per_1k_output")
+                if k in settings
+            },
         )
     except ValueError as exc:
         raise InvalidPolicySpec(f"policy {spec!r}: {exc}") from None

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
-from wire import NativeError, serve  # noqa: E402
+from wire import NativeError, serve
 
 state = {}
 

@@ -24,7 +24,9 @@ class TorchScriptPolicy(Policy):
     def __init__(self, path: str, device: str = "cpu", timeout_s: float = 30.0, python: str = sys.executable):
         self.path, self.device = path, device
         self.spec = WorkerSpec(
-            benchmark="torchscript", python=python, script=HOST,
+            benchmark="torchscript",
+            python=python,
+            script=HOST,
             timeouts={"load": max(timeout_s, 120.0), "act": timeout_s, "close": 10.0},
         )
         self.host = None

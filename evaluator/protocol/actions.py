@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class ActionContract:
             "dimension": self.dimension,
             "components": [
                 {"name": n, "low": b[0] if b else None, "high": b[1] if b else None}
-                for n, b in zip(self.component_names, self.bounds)
+                for n, b in zip(self.component_names, self.bounds, strict=True)
             ],
         }
 
@@ -175,7 +176,8 @@ def validate_action(contract: ActionContract, action: Any, index: int | None = N
             )
         )
     values = []
-    for component, (name, bounds, raw) in enumerate(zip(contract.component_names, contract.bounds, action)):
+    components = zip(contract.component_names, contract.bounds, action, strict=True)
+    for component, (name, bounds, raw) in enumerate(components):
         where = f"component {component} ({name})"
         if isinstance(raw, (bool, np.bool_)):
             raise ActionRejected(
@@ -183,9 +185,7 @@ def validate_action(contract: ActionContract, action: Any, index: int | None = N
             )
         if not isinstance(raw, (int, float, np.integer, np.floating)):
             raise ActionRejected(
-                _violation(
-                    ViolationKind.NOT_A_NUMBER, f"{where} is not a number: {_short_repr(raw)}", index, component
-                )
+                _violation(ViolationKind.NOT_A_NUMBER, f"{where} is not a number: {_short_repr(raw)}", index, component)
             )
         try:
             value = float(raw)
@@ -250,7 +250,9 @@ def validate_response(raw: Any, contract: ActionContract, permitted: int) -> Pol
     if not chunk:
         return PolicyResponse(
             stop=False,
-            violation=_violation(ViolationKind.EMPTY_CHUNK, '"actions" is empty; send at least one action or stop', None),
+            violation=_violation(
+                ViolationKind.EMPTY_CHUNK, '"actions" is empty; send at least one action or stop', None
+            ),
         )
     accepted = []
     for index, action in enumerate(chunk[:permitted]):

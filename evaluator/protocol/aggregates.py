@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from .scoring import Outcome
 
@@ -129,9 +129,7 @@ def aggregate(cells: Iterable[CellResult]) -> Report:
     return Report(
         overall=_aggregate(len(cells), [c.outcome for c in autonomous]),
         per_task={
-            task: _aggregate(
-                sum(1 for c in cells if c.task == task), [c.outcome for c in autonomous if c.task == task]
-            )
+            task: _aggregate(sum(1 for c in cells if c.task == task), [c.outcome for c in autonomous if c.task == task])
             for task in tasks
         },
         non_autonomous=_aggregate(len(human), human),
@@ -159,13 +157,25 @@ def compare(a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None]
     counts = Counter()
     for key in set(a) | set(b):
         outcome_a, outcome_b = a.get(key), b.get(key)
-        if outcome_a is None or outcome_b is None or not (outcome_a.protocol_completed and outcome_b.protocol_completed):
+        if (
+            outcome_a is None
+            or outcome_b is None
+            or not (outcome_a.protocol_completed and outcome_b.protocol_completed)
+        ):
             counts["unpaired"] += 1
             continue
         success_a, success_b = outcome_a is Outcome.SUCCESS, outcome_b is Outcome.SUCCESS
-        counts[{(True, True): "both", (False, False): "neither", (True, False): "only_a", (False, True): "only_b"}[
-            (success_a, success_b)
-        ]] += 1
+        counts[
+            {(True, True): "both", (False, False): "neither", (True, False): "only_a", (False, True): "only_b"}[
+                (success_a, success_b)
+            ]
+        ] += 1
     pairs = counts["both"] + counts["neither"] + counts["only_a"] + counts["only_b"]
-    return Comparison(pairs=pairs, both=counts["both"], neither=counts["neither"], only_a=counts["only_a"],
-                      only_b=counts["only_b"], unpaired=counts["unpaired"])
+    return Comparison(
+        pairs=pairs,
+        both=counts["both"],
+        neither=counts["neither"],
+        only_a=counts["only_a"],
+        only_b=counts["only_b"],
+        unpaired=counts["unpaired"],
+    )

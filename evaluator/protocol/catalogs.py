@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import CatalogError, InvalidCombination, UnknownBenchmark, UnknownTask
 from .identity import DEFAULT_SCOPE, ProtocolConfig

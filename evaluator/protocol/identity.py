@@ -247,8 +247,7 @@ def configure(
         interface_version = fam.current_version
     if interface_version not in fam.versions:
         raise UnknownOption(
-            f"{benchmark} has no interface v{interface_version}; versions: "
-            + ", ".join(f"v{v}" for v in fam.versions)
+            f"{benchmark} has no interface v{interface_version}; versions: " + ", ".join(f"v{v}" for v in fam.versions)
         )
     calls = _positive("max_policy_calls", max_policy_calls)
     replan = _positive("replan_interval", replan_interval)
@@ -280,9 +279,7 @@ def configure(
                 f"{benchmark} implements only the decision-{fam.decisions}/prefix-{fam.decision_replan} track"
             )
         if cap is not None and cap != calls * replan:
-            raise InvalidCombination(
-                f"in decision mode the runner step cap is D x K = {calls * replan}, got {cap}"
-            )
+            raise InvalidCombination(f"in decision mode the runner step cap is D x K = {calls * replan}, got {cap}")
         cap = calls * replan
     else:
         calls = calls if calls is not None else fam.horizon_calls
@@ -351,4 +348,3 @@ def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
     if config.protocol_id != protocol_id:  # e.g. a segment out of its place
         raise MalformedIdentity(f"identity {protocol_id!r} is not canonical; expected {config.protocol_id!r}")
     return config
-

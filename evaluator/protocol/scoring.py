@@ -8,8 +8,8 @@ and 2H are read along the one trajectory and are null when not reached.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .actions import Violation
 
@@ -112,9 +112,7 @@ def _checkpoint(steps: Sequence[StepResult], step: int) -> bool | None:
     return steps[step - 1].success if len(steps) >= step else None
 
 
-def score_episode(
-    steps: Sequence[StepResult], native_horizon: int, error: ErrorType | None = None
-) -> EpisodeScore:
+def score_episode(steps: Sequence[StepResult], native_horizon: int, error: ErrorType | None = None) -> EpisodeScore:
     """Score one episode from the step results already returned; never query the scorer again."""
     first = next((i for i, s in enumerate(steps, start=1) if s.success), None)
     final_success = bool(steps) and steps[-1].success
@@ -133,4 +131,3 @@ def score_episode(
         success_at_2h=_checkpoint(steps, 2 * native_horizon),
         environment_steps=len(steps),
     )
-

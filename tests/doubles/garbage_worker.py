@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
-from wire import encode_frame, read_frame  # noqa: E402
+from wire import encode_frame, read_frame
 
 out = os.fdopen(os.dup(1), "wb")
 

@@ -17,10 +17,14 @@ CATALOG = json.loads((Path(__file__).resolve().parents[2] / "environment/catalog
 ENVIRONMENT_MAP = {a["alias"]: (a["env_id"], dict(a["kwargs"])) for a in CATALOG["aliases"]}
 
 REGISTERED_STEPS = {  # registered max_episode_steps (facts §2)
-    "GraspSingleOpenedCokeCanInScene-v0": 80, "GraspSingleRandomObjectInScene-v0": 80,
-    "MoveNearGoogleBakedTexInScene-v0": 80, "MoveNearGoogleBakedTexInScene-v1": 80,
-    "PutSpoonOnTableClothInScene-v0": 60, "PutCarrotOnPlateInScene-v0": 60,
-    "StackGreenCubeOnYellowCubeBakedTexInScene-v0": 60, "PutEggplantInBasketScene-v0": 120,
+    "GraspSingleOpenedCokeCanInScene-v0": 80,
+    "GraspSingleRandomObjectInScene-v0": 80,
+    "MoveNearGoogleBakedTexInScene-v0": 80,
+    "MoveNearGoogleBakedTexInScene-v1": 80,
+    "PutSpoonOnTableClothInScene-v0": 60,
+    "PutCarrotOnPlateInScene-v0": 60,
+    "StackGreenCubeOnYellowCubeBakedTexInScene-v0": 60,
+    "PutEggplantInBasketScene-v0": 120,
 }
 GOOGLE = ("Grasp", "MoveNear", "Open", "Close", "PlaceInto")
 # The flat 7-D action space of both robots: [dxyz, rotvec, gripper] (facts §7).
@@ -54,8 +58,10 @@ class EnvDouble:
 
     def _obs(self):
         pixel = np.full(self.shape, (self._elapsed_steps * 7) % 256, dtype=np.uint8)
-        return {"image": {self.camera: {"rgb": pixel, "depth": np.zeros(self.shape[:2] + (1,), np.float32)}},
-                "agent": {"qpos": np.zeros(11)}}
+        return {
+            "image": {self.camera: {"rgb": pixel, "depth": np.zeros(self.shape[:2] + (1,), np.float32)}},
+            "agent": {"qpos": np.zeros(11)},
+        }
 
     def get_language_instruction(self):
         if self.place:

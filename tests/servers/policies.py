@@ -193,16 +193,21 @@ class ChatServer(_HttpServer):
                 if isinstance(content, Sleep):
                     time.sleep(content.seconds)
                     content = json.dumps(zero_chunk())
-                data = json.dumps({
-                    "id": f"chatcmpl-{recorder.count}",
-                    "object": "chat.completion",
-                    "model": json.loads(body)["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": ChatServer.PROMPT_TOKENS,
-                              "completion_tokens": ChatServer.COMPLETION_TOKENS,
-                              "total_tokens": ChatServer.PROMPT_TOKENS + ChatServer.COMPLETION_TOKENS},
-                }).encode()
+                data = json.dumps(
+                    {
+                        "id": f"chatcmpl-{recorder.count}",
+                        "object": "chat.completion",
+                        "model": json.loads(body)["model"],
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                        ],
+                        "usage": {
+                            "prompt_tokens": ChatServer.PROMPT_TOKENS,
+                            "completion_tokens": ChatServer.COMPLETION_TOKENS,
+                            "total_tokens": ChatServer.PROMPT_TOKENS + ChatServer.COMPLETION_TOKENS,
+                        },
+                    }
+                ).encode()
                 self.send_body(200, data, "application/json")
 
         self.base_url = f"http://127.0.0.1:{self._serve(Handler)}/v1"

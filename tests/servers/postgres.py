@@ -36,17 +36,21 @@ def postgres_server():
             shutil.chown(root, "postgres")
         subprocess.run(
             [*as_postgres, bindir / "initdb", "-D", data, "-U", "rsi", "--auth=trust", "-E", "UTF8"],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
         port = _free_port()
         options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
             [*as_postgres, bindir / "pg_ctl", "-D", data, "-o", options, "-l", root / "log", "-w", "start"],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
         try:
             yield f"postgres://rsi@127.0.0.1:{port}/postgres"
         finally:
-            subprocess.run([*as_postgres, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
+            subprocess.run(
+                [*as_postgres, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -20,7 +20,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def daphne_site(tmp_path: Path, users: dict[str, list[str]] = {}):
+def daphne_site(tmp_path: Path, users: dict[str, list[str]] | None = None):
     """Yields (base URL, environment). `users` maps a username to its roles; the password is the name twice."""
     env = {
         **os.environ,
@@ -32,15 +32,30 @@ def daphne_site(tmp_path: Path, users: dict[str, list[str]] = {}):
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "--noinput"], ["load_catalogs"]):
         subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
-    for name, roles in users.items():
+    for name, roles in (users or {}).items():
         roles_args = [arg for role in roles for arg in ("--role", role)]
-        subprocess.run(manage + ["rsi_user", name, "--password", name * 2, *roles_args],
-                       cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run(
+            manage + ["rsi_user", name, "--password", name * 2, *roles_args],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     port = _free_port()
     log = (tmp_path / "daphne.log").open("wb")
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(port), "rsi_site.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(Path(sys.executable).with_name("daphne")),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "rsi_site.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -21,15 +21,24 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report, indent=2))
             return
         vulkan = report["vulkan"]
-        devices = ", ".join(f"{d['name']} ({d['type']}, {d['driver']})" for d in vulkan["devices"]) or vulkan["reason"]
-        self.stdout.write(f"Vulkan devices        {devices}")
+        for way in ("with_layer", "without_layer"):
+            listing = vulkan[way]
+            devices = ", ".join(
+                f"{d['name']} ({d['type']}, {d['driver']}; external fd {'yes' if d['external_fd'] else 'no'}, "
+                f"ray tracing {'yes' if d['ray_tracing'] else 'no'})"
+                for d in listing["devices"]
+            )
+            self.stdout.write(f"Vulkan {way.replace('_', ' '):<15}{devices or listing['reason']}")
         self.stdout.write(f"SAPIEN would use      {vulkan.get('sapien_would_use') or '-'}")
-        self.stdout.write(f"ray tracing           {'yes' if vulkan.get('ray_tracing') else 'no'}")
         layer = report["vulkan_layer"]
-        self.stdout.write(f"RSI Vulkan layer      {'built' if layer['built'] else 'not built (make vulkan-layer)'}, "
-                          f"{'enabled' if layer['enabled'] else 'disabled'}")
-        renderer = report["sapien_renderer"]
-        self.stdout.write(f"SAPIEN renderer       {'ok' if renderer['ok'] else 'fails: ' + renderer['reason']}")
+        self.stdout.write(
+            f"RSI Vulkan layer      {'built' if layer['built'] else 'not built (make vulkan-layer)'}, "
+            f"{'enabled' if layer['enabled'] else 'disabled'}"
+        )
+        for way in ("with_layer", "without_layer"):
+            renderer = report["sapien_renderer"][way]
+            verdict = "ok" if renderer["ok"] else "fails: " + renderer["reason"]
+            self.stdout.write(f"SAPIEN {way.replace('_', ' '):<15}{verdict}")
         optix = any(report["optix_denoiser"].values())
         self.stdout.write(f"OptiX denoiser        {'present' if optix else 'absent (/usr/share/nvidia/nvoptix.bin)'}")
         gl = report["mujoco_gl"]
@@ -42,3 +51,5 @@ class Command(BaseCommand):
             status = self.style.SUCCESS("ready") if verdict["ready"] else self.style.WARNING("not ready")
             note = f"  [{verdict['note']}]" if verdict["note"] else ""
             self.stdout.write(f"{name:<16} {status}: {verdict['reason']}{note}")
+            for task, paths in verdict.get("missing_assets", {}).items():
+                self.stdout.write(f"{'':<16}   {task}: missing {', '.join(paths)}")

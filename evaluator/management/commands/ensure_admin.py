@@ -21,7 +21,9 @@ class Command(BaseCommand):
         generated = not password
         if generated:
             password = secrets.token_urlsafe(18)
-        users.objects.create_superuser(username=username, email=os.environ.get("RSI_ADMIN_EMAIL", ""), password=password)
+        users.objects.create_superuser(
+            username=username, email=os.environ.get("RSI_ADMIN_EMAIL", ""), password=password
+        )
         if generated:
             self.stdout.write(
                 self.style.WARNING(

@@ -20,6 +20,7 @@ class Command(BaseCommand):
         for benchmark in benchmarks:
             count = benchmark.tasks.filter(in_catalog=True).count()
             self.stdout.write(
-                f"{benchmark.name}: {count} tasks from {benchmark.catalog_file} (sha256 {benchmark.catalog_sha256[:12]})"
+                f"{benchmark.name}: {count} tasks from {benchmark.catalog_file} "
+                f"(sha256 {benchmark.catalog_sha256[:12]})"
             )
         self.stdout.write(f"built-in policies: {', '.join(p.name for p in policies)}")

@@ -2,10 +2,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 
 
 class Command(BaseCommand):
