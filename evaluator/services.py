@@ -251,18 +251,26 @@ def config_of(campaign: Campaign) -> ProtocolConfig:
     return ProtocolConfig(**stored)
 
 
+REVISION_NOTE = "+dirty: tracked files differ from that commit; untracked files are not counted"
+
+
 @functools.cache
-def evaluator_revision() -> str:
+def evaluator_revision(root: Path = BASE_DIR) -> str:
+    """The commit this evaluator runs from; "+dirty" when a tracked file was changed."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    if head.returncode != 0:
+    if head.returncode != 0 or changed.returncode != 0:
         return "unknown"
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return head.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
 
 
 def _package_versions(names) -> dict:
@@ -423,6 +431,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         },
         "catalog": campaign.provenance,
         "evaluator_revision": evaluator_revision(),
+        "evaluator_revision_note": REVISION_NOTE,
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
     }
     worker = None

@@ -2,6 +2,10 @@
 
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -106,3 +110,62 @@ def test_it_takes_a_policy_spec_string_and_registers_it_once(db, media_root):
     policy = Policy.objects.get(spec=server.url)
     assert policy.kind == "fixed_program" and server.count == 4
     assert set(Attempt.objects.values_list("policy_identity", flat=True)) == {policy.identity}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _manage(cwd: Path, *args: str, database: Path) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "RSI_MEDIA_ROOT": str(cwd / "media"),
+        "RSI_SECRET_KEY": "test",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["evaluate", "fetch", "--task", "reach", "--policy", "noop", "--seed", "0"],
+        ["rsi_user", "ada", "--role", "reviewer", "--password", "pw"],
+        ["load_catalogs"],
+        ["ensure_admin"],
+    ],
+)
+def test_a_command_on_a_database_never_migrated_says_what_to_run(tmp_path, command):
+    result = _manage(ROOT, *command, database=tmp_path / "never-migrated.sqlite3")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "the database is not set up" in result.stderr and "manage.py migrate" in result.stderr
+
+
+def _evaluate_in(clone: Path) -> dict:
+    result = _manage(
+        clone,
+        *["evaluate", "fetch", "--task", "reach", "--policy", "noop", "--seed", "0", "--json", "--no-progress"],
+        *["--budget-mode", "decisions", "--max-policy-calls", "1", "--replan-interval", "1"],
+        database=clone / "db.sqlite3",
+    )
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    provenance = next(path for path, kind in record["artifacts"].items() if kind == "provenance")
+    return json.loads((clone / "media" / provenance).read_text())
+
+
+def test_an_attempt_from_a_clean_checkout_records_its_commit_without_dirty(tmp_path):
+    # SQLite's db.sqlite3-wal/-shm beside the checkout, media/ and .rsi/ are no change to the evaluator.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    assert _manage(clone, "migrate", "--noinput", database=clone / "db.sqlite3").returncode == 0
+    (clone / "notes.txt").write_text("an untracked file")
+    provenance = _evaluate_in(clone)
+    assert provenance["evaluator_revision"] == head
+    assert "untracked files are not counted" in provenance["evaluator_revision_note"]
+    with (clone / "README.md").open("a") as readme:
+        readme.write("\na local change to a tracked file\n")
+    assert _evaluate_in(clone)["evaluator_revision"] == head + "+dirty"

@@ -2,10 +2,11 @@ import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+
+from evaluator.management.database import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Create a first admin account if none exists. Credentials come from RSI_ADMIN_USERNAME "
         "(default 'admin') and RSI_ADMIN_PASSWORD; without a password one is generated and printed once."

@@ -1,8 +1,9 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_catalog
+from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
@@ -35,7 +36,7 @@ class ProgressBar:
         self.stream.write("")
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Run one evaluation cell headless and store it like any other attempt, then print its record. "
         "Takes the protocol options of `manage.py protocol`."

@@ -1,11 +1,12 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_all_catalogs
+from evaluator.management.database import DatabaseCommand
 from evaluator.protocol.errors import ProtocolError
 from evaluator.services import ensure_builtin_policies
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Validate the task catalogs under environment/catalogs and load them into the database, "
         "and register the built-in policies (noop, stop, fetch-oracle)."

@@ -3,12 +3,13 @@ import secrets
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from evaluator.management.database import DatabaseCommand
 from evaluator.roles import ROLES
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Create a user (or add roles to an existing one). Roles: reviewer (read), operator (launch, start, "
         "re-run), watcher (live view), intervener (may intervene). The password comes from --password, "
