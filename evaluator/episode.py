@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from environment.workers.wire import jsonable
 from evaluator.native import NativeObservation, NativeStep, WorkerFailure
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, Usage
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, SentRequest, Usage
 from evaluator.protocol.actions import ActionContract, validate_response
 from evaluator.protocol.budgets import Budget
 from evaluator.protocol.identity import DECISIONS, ProtocolConfig
@@ -97,7 +97,9 @@ class EpisodeSink(Protocol):
     """Where the evidence goes, as it happens."""
 
     def frame(self, step: int, observation: NativeObservation) -> None: ...
+    def start(self, start: EpisodeStart) -> None: ...  # what the policy is told once, before its first call
     def message(self, call: int, message: MailboxMessage) -> None: ...
+    def sent(self, call: int, requests: list[SentRequest]) -> None: ...  # the call's request bodies
     def decided(self, record: DecisionRecord) -> None: ...  # before its chunk executes
     def decision(self, record: DecisionRecord) -> None: ...  # after, with its steps
 
@@ -163,19 +165,19 @@ class _Episode:
         except WorkerFailure as failure:
             return self.result(self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail)))
         self.sink.frame(0, observation)
-        self.policy.start_episode(
-            EpisodeStart(
-                token=self.token,
-                instruction=observation.instruction,
-                action_contract=self.spec.contract.describe(),
-                budgets={
-                    "max_policy_calls": self.budget.max_policy_calls,
-                    "replan_interval": self.budget.replan_interval,
-                    "max_executable_steps": self.budget.max_executable_steps,
-                },
-                sensors=self.spec.sensors,
-            )
+        start = EpisodeStart(
+            token=self.token,
+            instruction=observation.instruction,
+            action_contract=self.spec.contract.describe(),
+            budgets={
+                "max_policy_calls": self.budget.max_policy_calls,
+                "replan_interval": self.budget.replan_interval,
+                "max_executable_steps": self.budget.max_executable_steps,
+            },
+            sensors=self.spec.sensors,
         )
+        self.sink.start(start)
+        self.policy.start_episode(start)
         try:
             termination = self.loop(observation)
         finally:
@@ -216,10 +218,13 @@ class _Episode:
             started = time.perf_counter()
             feedback_track = self.spec.config.action_rejection_feedback
             try:
-                reply = self.policy.act(message)
-            except PolicyFailure as failure:
+                reply, failure = self.policy.act(message), None
+            except PolicyFailure as caught:
+                reply, failure = None, caught
+            self.latencies.append((time.perf_counter() - started) * 1000)
+            self.sink.sent(self.calls, self.policy.take_sent())
+            if failure is not None:
                 self.usages.append(failure.usage)
-                self.latencies.append((time.perf_counter() - started) * 1000)
                 violation = {"kind": failure.error_type.value, "message": failure.public, "detail": failure.detail}
                 self.sink.decision(
                     DecisionRecord(
@@ -237,7 +242,6 @@ class _Episode:
                     return self.fail(failure.error_type, failure.detail)
                 self.reject(failure.public)
                 continue
-            self.latencies.append((time.perf_counter() - started) * 1000)
             self.usages.append(reply.usage)
             raw = reply.response
             common = dict(response=jsonable(raw), latency_ms=self.latencies[-1], usage=asdict(reply.usage), **record)

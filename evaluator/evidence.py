@@ -18,14 +18,14 @@ from pathlib import Path
 
 import av
 import numpy as np
-from PIL import Image
 
 from environment.workers.wire import jsonable
 from evaluator.episode import DecisionRecord
 from evaluator.native import NativeObservation
-from evaluator.policies.base import MailboxMessage
+from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
 
 GOP = 25
+SENT_SUFFIXES = {"application/json": ".json", "application/msgpack": ".msgpack"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,9 +90,20 @@ class EvidenceWriter:
         number = self.video.add(observation.rgb)
         self.frame_index.append({"frame": number, "step": step, "time": float(number / self.video.fps)})
 
+    def start(self, start: EpisodeStart) -> None:
+        """What the policy is told once per episode (network transports repeat it in every request)."""
+        told = {**dataclasses.asdict(start), "sensors": list(start.sensors)}
+        (self.root / "messages" / "start.json").write_text(json.dumps(jsonable(told), indent=1))
+
+    def sent(self, call: int, requests: list[SentRequest]) -> None:
+        """Each request body of a call byte for byte, as the transport sent it."""
+        for number, request in enumerate(requests, start=1):
+            suffix = SENT_SUFFIXES.get(request.media_type, ".bin")
+            (self.root / "messages" / f"call-{call:04d}.sent-{number}{suffix}").write_bytes(request.body)
+
     def message(self, call: int, message: MailboxMessage) -> None:
         stem = self.root / "messages" / f"call-{call:04d}"
-        Image.fromarray(message.rgb).save(stem.with_suffix(".png"), optimize=False)
+        stem.with_suffix(".png").write_bytes(message.png)
         visible = {
             "token": message.token,
             "instruction": message.instruction,
@@ -136,7 +147,14 @@ class EvidenceWriter:
             "provenance.json": "provenance",
             "summary.json": "summary",
             "manifest.json": "manifest",
-        }.get(str(relative), "message_image" if path.suffix == ".png" else "message")
+            "messages/start.json": "episode_start",
+        }.get(str(relative), _message_kind(path))
         return ArtifactFile(
             path=str(path.relative_to(self.media_root)), kind=kind, sha256=_sha256(path), size=path.stat().st_size
         )
+
+
+def _message_kind(path: Path) -> str:
+    if ".sent-" in path.name:
+        return "message_sent"
+    return "message_image" if path.suffix == ".png" else "message"

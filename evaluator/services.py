@@ -38,7 +38,7 @@ from evaluator.models import (
     Task,
 )
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
-from evaluator.policies.base import MailboxMessage, new_episode_token
+from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.specs import build_policy, default_kind, parse_policy_spec
 from evaluator.protocol.actions import action_contract
@@ -326,6 +326,12 @@ class AttemptRecorder:
                 native_success=last.success,
             )
         hub.publish(self.attempt.pk, event, rgb=observation.rgb, step=step)
+
+    def start(self, start: EpisodeStart) -> None:
+        self.evidence.start(start)
+
+    def sent(self, call: int, requests: list[SentRequest]) -> None:
+        self.evidence.sent(call, requests)
 
     def message(self, call: int, message: MailboxMessage) -> None:
         self.evidence.message(call, message)

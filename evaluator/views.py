@@ -370,7 +370,7 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
 @login_required
 def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
     attempt = _attempt(request, attempt_id)
-    artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image"))}
+    artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image", "message_sent"))}
     return render(
         request,
         "evaluator/review.html",
@@ -442,8 +442,18 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
             else None,
             "outcome": attempt.outcome,
             "autonomous": attempt.autonomous,
+            "sent": _sent_files(attempt),
         }
     )
+
+
+def _sent_files(attempt: Attempt) -> dict[int, list[str]]:
+    """Per policy call, the names of the request bodies its transport sent (messages/call-NNNN.sent-K.*)."""
+    sent: dict[int, list[str]] = {}
+    for artifact in attempt.artifacts.filter(kind="message_sent").order_by("path"):
+        call = int(artifact.name.split("/")[-1][len("call-") :].split(".", 1)[0])
+        sent.setdefault(call, []).append(artifact.name)
+    return sent
 
 
 def _contract(attempt: Attempt) -> ActionContract:

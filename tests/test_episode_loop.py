@@ -43,8 +43,14 @@ class Recorder:
     def frame(self, step, observation):
         self.frames.append(step)
 
+    def start(self, start):
+        self.started = start
+
     def message(self, call, message):
         self.messages.append(message)
+
+    def sent(self, call, requests):
+        assert requests == []  # in-process programs receive the message itself
 
     def decided(self, record):
         pass

@@ -93,7 +93,7 @@ def test_an_openpi_server_runs_a_full_episode(run_cell, servers):
     assert first["prompt"] == "pick up the black cube and hold it at the red target"
 
 
-def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tmp_path):
+def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tmp_path, media_root):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
 
     class Zeros(torch.nn.Module):
@@ -109,6 +109,10 @@ def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tm
     assert attempt.accounting["provider_requests"] == 0
     transport = attempt.provenance["policy"]["transport"]
     assert transport["torch"].startswith("2.13") and transport["device"] == "cpu"
+    # The module's whole input is the frame: the evidence says so and points at the lossless PNG.
+    sent = attempt.artifacts.filter(kind="message_sent").order_by("path").first()
+    received = json.loads((media_root / sent.path).read_bytes())
+    assert received == {"input": "image", "dtype": "uint8", "shape": [480, 640, 3], "pixels": "png"}
 
 
 def test_a_torchscript_identity_follows_the_module_bytes(db, tmp_path):

@@ -8,6 +8,8 @@ the feedback track, the bounded message about its last rejected response. Nothin
 
 from __future__ import annotations
 
+import functools
+import io
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -15,8 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from evaluator.protocol.scoring import ErrorType
+
+
+def png_bytes(rgb: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    # Lossless at any level; level 1 encodes a render in about 5 ms instead of 8 (bench/policy_overhead.py).
+    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
 
 
 def new_episode_token() -> str:
@@ -41,6 +51,19 @@ class MailboxMessage:
     counters: Mapping[str, int]
     sensors: Mapping[str, np.ndarray] = field(default_factory=dict)
     feedback: str | None = None
+
+    @functools.cached_property
+    def png(self) -> bytes:
+        """The frame as a lossless PNG, encoded once for the evidence and every transport."""
+        return png_bytes(self.rgb)
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """One request exactly as a transport sent it: its body, without the transport's framing."""
+
+    media_type: str  # application/json, application/msgpack, ...
+    body: bytes
 
 
 @dataclass(frozen=True)
@@ -89,3 +112,11 @@ class Policy(ABC):
     def describe(self) -> dict:
         """What the transport learned about the policy (e.g. a server's metadata), for provenance."""
         return {}
+
+    def record_sent(self, body: bytes, media_type: str) -> None:
+        """A transport keeps each request body it sends, for the evidence (written after the call)."""
+        self.__dict__.setdefault("_sent", []).append(SentRequest(media_type, body))
+
+    def take_sent(self) -> list[SentRequest]:
+        """What the last call sent, in order; empty for in-process programs, which get the message itself."""
+        return self.__dict__.pop("_sent", [])

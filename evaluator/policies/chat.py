@@ -90,7 +90,7 @@ class ChatPolicy(Policy):
         )
         return [
             {"type": "text", "text": "\n".join(lines)},
-            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(message.rgb)}"}},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(message)}"}},
         ]
 
     def _complete(self, messages: list[dict]) -> tuple[str, dict]:
@@ -102,6 +102,7 @@ class ChatPolicy(Policy):
                 "temperature": self.temperature,
             }
         ).encode()
+        self.record_sent(body, "application/json")
         factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
         connection = factory(self.parsed.hostname, self.parsed.port, timeout=self.timeout_s)
         try:

@@ -51,6 +51,7 @@ class HttpJsonPolicy(Policy):
 
     def act(self, message: MailboxMessage) -> PolicyReply:
         body = json.dumps(http_request(message, self.start)).encode()
+        self.record_sent(body, "application/json")
         path = self.parsed.path or "/"
         try:
             connection = self._connect()

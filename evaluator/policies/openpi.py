@@ -81,8 +81,10 @@ class OpenPiPolicy(Policy):
         observation = {self.image_key: message.rgb, self.prompt_key: message.instruction}
         observation.update({self.sensor_prefix + name: np.asarray(v) for name, v in message.sensors.items()})
         socket = self._open()
+        packed = pack(observation)
+        self.record_sent(packed, "application/msgpack")
         try:
-            socket.send(pack(observation))
+            socket.send(packed)
             data = socket.recv(timeout=self.timeout_s)
         except TimeoutError:
             raise self._fail(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None

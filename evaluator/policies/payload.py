@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import base64
-import io
 
 import numpy as np
-from PIL import Image
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage
 
 HTTP_PROTOCOL = "rsi-policy-http/v1"
 
 
-def png_bytes(rgb: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    # Lossless at any level; level 1 encodes a render in about 5 ms instead of 8 (bench/policy_overhead.py).
-    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
-
-
-def png_base64(rgb: np.ndarray) -> str:
-    return base64.b64encode(png_bytes(rgb)).decode("ascii")
+def png_base64(message: MailboxMessage) -> str:
+    return base64.b64encode(message.png).decode("ascii")
 
 
 def http_request(message: MailboxMessage, start: EpisodeStart) -> dict:
@@ -34,7 +25,7 @@ def http_request(message: MailboxMessage, start: EpisodeStart) -> dict:
             "format": "png",
             "encoding": "base64",
             "shape": list(message.rgb.shape),
-            "data": png_base64(message.rgb),
+            "data": png_base64(message),
         },
         "sensors": {name: np.asarray(value).tolist() for name, value in message.sensors.items()},
         "counters": dict(message.counters),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -47,6 +48,9 @@ class TorchScriptPolicy(Policy):
         self.end_episode()  # a fresh host process: no memory carries over between episodes
 
     def act(self, message: MailboxMessage) -> PolicyReply:
+        # The module's whole input is the frame's pixels, which the evidence keeps losslessly as the call's PNG.
+        received = {"input": "image", "dtype": "uint8", "shape": list(message.rgb.shape), "pixels": "png"}
+        self.record_sent(json.dumps(received).encode(), "application/json")
         _, arrays = self._request("act", arrays={"image": message.rgb})
         return PolicyReply({"actions": arrays["actions"]}, Usage(provider_requests=0))
 

@@ -53,6 +53,13 @@
         a.className = "message-" + ext;
         cell.append(a, " ");
       }
+      for (const sent of data.sent[message.call_index] || []) {
+        const a = document.createElement("a");
+        a.href = fileUrl(sent);
+        a.textContent = sent.split(".").slice(-2).join(".");  // e.g. sent-1.json: the exact request body
+        a.className = "message-sent";
+        cell.append(a, " ");
+      }
     } else cell.textContent = "–";
     const table = document.getElementById("action-values");
     table.textContent = "";

@@ -114,6 +114,7 @@ class HttpPolicyServer(_HttpServer):
 
     def __init__(self, behaviour):
         super().__init__(behaviour)
+        self.bodies: list[bytes] = []  # each request's body alone, without the HTTP framing
         recorder = self
 
         class Handler(_NoDelayHandler):
@@ -122,6 +123,7 @@ class HttpPolicyServer(_HttpServer):
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                recorder.bodies.append(body)
                 raw = self.requestline.encode() + b"\r\n" + bytes(self.headers) + body
                 try:
                     decoded = json.loads(body)
