@@ -5,6 +5,7 @@ decisions.jsonl, steps.jsonl     every structured response, accepted chunk, exec
                                  and per-step native success / terminated / truncated
 video.mp4 + frames.json          H.264 (yuv420p, a keyframe every 25 frames, faststart) of the
                                  reset frame and one frame per executed control, and its index
+                                 (written as a raw stream while the episode runs: see VideoWriter)
 provenance.json, manifest.json   what ran, and the sha256 and size of every file
 """
 
@@ -25,6 +26,7 @@ from evaluator.native import NativeObservation
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
 
 GOP = 25
+RAW_VIDEO, RAW_INDEX = "video.h264", "video.h264.index.jsonl"  # while the episode runs
 SENT_SUFFIXES = {"application/json": ".json", "application/msgpack": ".msgpack"}
 
 
@@ -45,50 +47,108 @@ def _sha256(path: Path) -> str:
 
 
 class VideoWriter:
-    def __init__(self, path: Path, fps: float):
-        self.path = path
+    """H.264 (yuv420p, a keyframe every GOP frames) written as a raw stream while the episode runs.
+
+    Each frame's packet is on disk (flushed) before the next step, with its byte end and step in an
+    index beside it, so a process killed mid-episode leaves a playable prefix. x264's zero-latency
+    tuning (no lookahead, no B-frames) makes every frame come out as soon as it goes in.
+    `finish_video` turns the two into video.mp4 (faststart) with exactly the indexed frames.
+    """
+
+    def __init__(self, root: Path, fps: float):
+        self.root = root
         self.fps = Fraction(fps).limit_denominator(1000)
-        self.container = None
-        self.stream = None
+        self.codec = None
+        self.stream = self.index = None
         self.count = 0
 
-    def add(self, rgb: np.ndarray) -> int:
-        if self.container is None:
-            self.container = av.open(str(self.path), mode="w", options={"movflags": "+faststart"})
-            self.stream = self.container.add_stream("libx264", rate=self.fps)
-            self.stream.height, self.stream.width = rgb.shape[:2]
-            self.stream.pix_fmt = "yuv420p"
-            self.stream.options = {"x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0", "crf": "18"}
+    def add(self, rgb: np.ndarray, step: int) -> int:
+        if self.codec is None:
+            self.codec = av.CodecContext.create("libx264", "w")
+            self.codec.height, self.codec.width = rgb.shape[:2]
+            self.codec.pix_fmt = "yuv420p"
+            self.codec.time_base = 1 / self.fps
+            self.codec.framerate = self.fps
+            self.codec.options = {
+                "tune": "zerolatency",
+                "x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0",
+                "crf": "18",
+            }
+            self.stream = (self.root / RAW_VIDEO).open("wb")
+            self.index = (self.root / RAW_INDEX).open("w")
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
         frame.pts = self.count
-        for packet in self.stream.encode(frame):
-            self.container.mux(packet)
+        for packet in self.codec.encode(frame):
+            self.stream.write(bytes(packet))
+        self.stream.flush()
+        self.index.write(json.dumps({"frame": self.count, "step": step, "end": self.stream.tell()}) + "\n")
+        self.index.flush()
         self.count += 1
         return self.count - 1
 
     def close(self) -> None:
-        if self.container is not None:
-            for packet in self.stream.encode(None):
-                self.container.mux(packet)
-            self.container.close()
-            self.container = None
+        if self.codec is not None:
+            for packet in self.codec.encode(None):
+                self.stream.write(bytes(packet))  # none with zero latency; kept for any encoder setting
+            self.stream.close()
+            self.index.close()
+            self.codec = None
+
+
+def finish_video(root: Path, fps: Fraction) -> list[dict]:
+    """video.mp4 from the raw stream and its index, up to the last frame written whole; the frame index."""
+    raw, index_path = root / RAW_VIDEO, root / RAW_INDEX
+    if not raw.exists():
+        return []
+    index = []
+    for line in index_path.read_text().splitlines() if index_path.exists() else []:
+        try:
+            index.append(json.loads(line))
+        except ValueError:
+            break  # a line torn by a killed process: the frames before it are whole
+    with raw.open("r+b") as handle:
+        handle.truncate(index[-1]["end"] if index else 0)
+    written = 0
+    if index:
+        mp4 = root / "video.mp4"
+        with (
+            av.open(str(raw), format="h264") as source,
+            av.open(str(mp4), mode="w", options={"movflags": "+faststart"}) as target,
+        ):
+            stream = target.add_stream_from_template(source.streams.video[0])
+            stream.time_base = 1 / fps
+            for packet in source.demux():
+                if packet.size == 0 or written == len(index):
+                    continue
+                packet.pts = packet.dts = written
+                packet.duration = 1
+                packet.time_base = 1 / fps
+                packet.stream = stream
+                target.mux(packet)
+                written += 1
+    raw.unlink()
+    index_path.unlink(missing_ok=True)
+    return [{"frame": f["frame"], "step": f["step"], "time": float(f["frame"] / fps)} for f in index[:written]]
 
 
 class EvidenceWriter:
-    def __init__(self, media_root: Path, relative_dir: str, fps: float):
+    def __init__(self, media_root: Path, relative_dir: str, fps: float, *, left_by_dead_process: bool = False):
         self.media_root = media_root
         self.relative_dir = relative_dir
         self.root = media_root / relative_dir
+        self.video = VideoWriter(self.root, fps)
+        self.decisions = self.steps = None
+        if left_by_dead_process:
+            # Recovery: what the dead process wrote is finished as it is; nothing is added to it.
+            (self.root / "messages").mkdir(parents=True, exist_ok=True)
+            return
         self.root.mkdir(parents=True, exist_ok=False)  # an attempt's evidence is never overwritten
         (self.root / "messages").mkdir()
-        self.video = VideoWriter(self.root / "video.mp4", fps)
-        self.frame_index: list[dict] = []
         self.decisions = (self.root / "decisions.jsonl").open("w")
         self.steps = (self.root / "steps.jsonl").open("w")
 
     def frame(self, step: int, observation: NativeObservation) -> None:
-        number = self.video.add(observation.rgb)
-        self.frame_index.append({"frame": number, "step": step, "time": float(number / self.video.fps)})
+        self.video.add(observation.rgb, step)
 
     def start(self, start: EpisodeStart) -> None:
         """What the policy is told once per episode (network transports repeat it in every request)."""
@@ -125,11 +185,11 @@ class EvidenceWriter:
     def close(self, provenance: dict, summary: dict) -> list[ArtifactFile]:
         """Finish every file and write the manifest; whatever the outcome, evidence is kept."""
         self.video.close()
-        self.decisions.close()
-        self.steps.close()
-        (self.root / "frames.json").write_text(
-            json.dumps({"fps": float(self.video.fps), "gop": GOP, "frames": self.frame_index})
-        )
+        for handle in (self.decisions, self.steps):
+            if handle is not None:
+                handle.close()
+        frames = finish_video(self.root, self.video.fps)
+        (self.root / "frames.json").write_text(json.dumps({"fps": float(self.video.fps), "gop": GOP, "frames": frames}))
         (self.root / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
         (self.root / "summary.json").write_text(json.dumps(summary, indent=1))
         artifacts = [self._describe(path) for path in sorted(self.root.rglob("*")) if path.is_file()]

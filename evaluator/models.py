@@ -199,6 +199,12 @@ class Attempt(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    runner = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="host:pid:start-ticks of the process that queued or runs it; recovery closes those it outlives.",
+    )
+    evidence_dir = models.CharField(max_length=200, blank=True, help_text="Its evidence folder, under MEDIA_ROOT.")
 
     class Meta:
         ordering = ["campaign_id", "cell_index", "created_at"]

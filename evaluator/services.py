@@ -48,6 +48,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
 from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason, score_episode
+from evaluator.runners import this_process
 
 BASE_DIR = Path(settings.BASE_DIR)
 # Built-in programs that read privileged state run only under that sensor track.
@@ -154,7 +155,8 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
     with transaction.atomic():
         ids = [a.pk for a in startable]
         queued = list(Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING).values_list("pk", flat=True))
-        Attempt.objects.filter(pk__in=queued).update(status=Attempt.Status.QUEUED)
+        # The executor of this process runs them: if it dies first, recovery puts them back to pending.
+        Attempt.objects.filter(pk__in=queued).update(status=Attempt.Status.QUEUED, runner=this_process())
         for attempt_id in queued:
             transaction.on_commit(functools.partial(executor.submit, attempt_id))
     return queued
@@ -408,38 +410,20 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         attempt = Attempt.objects.select_for_update().select_related("campaign__policy", "task").get(pk=attempt.pk)
         if attempt.status not in (Attempt.Status.PENDING, Attempt.Status.QUEUED):
             raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}; only a pending cell can start")
+        campaign, task = attempt.campaign, attempt.task
+        config = config_of(campaign)
+        budget = resolve_budget(config, task.native_horizon)
         attempt.status = Attempt.Status.RUNNING
         attempt.started_at = timezone.now()
+        attempt.runner = this_process()
+        # A random suffix: a database reset must never lead a new attempt onto old evidence.
+        attempt.evidence_dir = f"attempts/{attempt.pk:06d}-{secrets.token_hex(4)}"
+        # Stored at once: if this process dies, recovery closes the attempt with what it ran under.
+        attempt.provenance = _provenance(attempt, config, budget)
         attempt.save()
 
-    campaign, task = attempt.campaign, attempt.task
-    config = config_of(campaign)
-    budget = resolve_budget(config, task.native_horizon)
-    # A random suffix: a database reset must never lead a new attempt onto old evidence.
-    evidence = EvidenceWriter(
-        Path(settings.MEDIA_ROOT), f"attempts/{attempt.pk:06d}-{secrets.token_hex(4)}", fps=task.control_hz
-    )
-    provenance = {
-        "benchmark": campaign.benchmark.name,
-        "task": task.name,
-        "env_id": task.env_id,
-        "controller": task.controller,
-        "shader": task.details.get("shader"),  # SimplerEnv's drawer and apple tasks force ray tracing
-        "seed": attempt.seed,
-        "protocol": config.as_dict(),
-        "budget": budget.as_dict(),
-        "policy": {
-            "name": campaign.policy.name,
-            "kind": campaign.policy.kind,
-            "spec": campaign.policy.spec,
-            "settings": campaign.policy.settings,
-            "identity": campaign.policy.identity,
-        },
-        "catalog": campaign.provenance,
-        "evaluator_revision": evaluator_revision(),
-        "evaluator_revision_note": REVISION_NOTE,
-        "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
-    }
+    evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), attempt.evidence_dir, fps=task.control_hz)
+    provenance = dict(attempt.provenance)
     worker = None
     control = hub.open(
         attempt.pk,
@@ -496,6 +480,32 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             provenance["reset_info"] = worker.reset_info
             provenance["worker"]["closed"] = worker.close()
     return _finish(attempt, result, evidence, provenance)
+
+
+def _provenance(attempt: Attempt, config: ProtocolConfig, budget) -> dict:
+    campaign, task = attempt.campaign, attempt.task
+    return {
+        "benchmark": campaign.benchmark.name,
+        "task": task.name,
+        "env_id": task.env_id,
+        "controller": task.controller,
+        "shader": task.details.get("shader"),  # SimplerEnv's drawer and apple tasks force ray tracing
+        "seed": attempt.seed,
+        "protocol": config.as_dict(),
+        "budget": budget.as_dict(),
+        "policy": {
+            "name": campaign.policy.name,
+            "kind": campaign.policy.kind,
+            "spec": campaign.policy.spec,
+            "settings": campaign.policy.settings,
+            "identity": campaign.policy.identity,
+        },
+        "catalog": campaign.provenance,
+        "evaluator_revision": evaluator_revision(),
+        "evaluator_revision_note": REVISION_NOTE,
+        "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
+        "runner": attempt.runner,
+    }
 
 
 def _failed_before_control(native_horizon: int, error_type: ErrorType, detail: str) -> EpisodeResult:

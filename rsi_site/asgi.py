@@ -7,6 +7,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 django_asgi_app = get_asgi_application()
 
+from evaluator.recovery import recover_at_startup  # noqa: E402
+
+# This process is the embedded executor's home: close what a killed predecessor left running.
+recover_at_startup()
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

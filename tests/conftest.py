@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from evaluator.catalog_sync import sync_all_catalogs
@@ -5,6 +7,9 @@ from evaluator.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.identity import configure
+
+# The test process is no server start-up: recovery at start-up is tested in a daphne of its own.
+os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
 
 
 @pytest.fixture

@@ -1,11 +1,14 @@
 """The site as the README's run command serves it: daphne on a spare loopback port, over its own
 SQLite file and media folder, set up by the same management commands."""
 
+import http.cookiejar
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,57 +22,98 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def daphne_site(tmp_path: Path, users: dict[str, list[str]] | None = None):
-    """Yields (base URL, environment). `users` maps a username to its roles; the password is the name twice."""
-    env = {
+class DaphneServer:
+    """daphne serving the site over one SQLite file and media folder; it can be killed and started again."""
+
+    def __init__(self, tmp_path: Path, env: dict):
+        self.tmp_path, self.env = tmp_path, env
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self) -> None:
+        log = (self.tmp_path / "daphne.log").open("ab")
+        daphne = str(Path(sys.executable).with_name("daphne"))
+        self.process = subprocess.Popen(
+            [daphne, "-b", "127.0.0.1", "-p", str(self.port), "rsi_site.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.base + "/accounts/login/", timeout=5)
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(self.log()) from None
+                time.sleep(0.2)
+
+    def log(self) -> str:
+        return (self.tmp_path / "daphne.log").read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or the OOM killer would: nothing in the server gets to clean up."""
+        self.process.kill()
+        self.process.wait(timeout=15)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
+
+
+def site_env(tmp_path: Path, **extra: str) -> dict:
+    return {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "RSI_MEDIA_ROOT": str(tmp_path / "media"),
         "RSI_SECRET_KEY": "test",
         "DJANGO_SETTINGS_MODULE": "rsi_site.settings",
+        **extra,
     }
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "--noinput"], ["load_catalogs"]):
-        subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
+
+
+def manage(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True)
+
+
+def set_up_site(env: dict, users: dict[str, list[str]] | None = None) -> None:
+    """What `make run` does before serving: migrate, load the catalogs; plus the test's users."""
+    manage(env, "migrate", "--noinput")
+    manage(env, "load_catalogs")
     for name, roles in (users or {}).items():
-        roles_args = [arg for role in roles for arg in ("--role", role)]
-        subprocess.run(
-            manage + ["rsi_user", name, "--password", name * 2, *roles_args],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-    port = _free_port()
-    log = (tmp_path / "daphne.log").open("wb")
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("daphne")),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "rsi_site.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+        manage(env, "rsi_user", name, "--password", name * 2, *[arg for role in roles for arg in ("--role", role)])
+
+
+@contextmanager
+def daphne_site(tmp_path: Path, users: dict[str, list[str]] | None = None):
+    """Yields (base URL, environment). `users` maps a username to its roles; the password is the name twice."""
+    env = site_env(tmp_path)
+    set_up_site(env, users)
+    server = DaphneServer(tmp_path, env)
+    server.start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "/accounts/login/", timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError((tmp_path / "daphne.log").read_text()) from None
-                time.sleep(0.2)
-        yield base, env
+        yield server.base, env
     finally:
-        server.terminate()
-        server.wait(timeout=15)
-        log.close()
+        server.stop()
+
+
+class Session:
+    """A logged-in browser session without a browser: cookies and Django's CSRF token."""
+
+    def __init__(self, base: str, user: str, password: str):
+        self.base = base
+        self.cookies = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
+        page = self.opener.open(base + "/accounts/login/", timeout=30).read().decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        self.post("/accounts/login/", {"username": user, "password": password, "csrfmiddlewaretoken": token})
+
+    def post(self, path: str, fields: dict | None = None) -> str:
+        csrf = next(c.value for c in self.cookies if c.name == "csrftoken")
+        data = urllib.parse.urlencode({"csrfmiddlewaretoken": csrf, **(fields or {})}).encode()
+        return self.opener.open(self.base + path, data=data, timeout=30).read().decode()

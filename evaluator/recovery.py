@@ -1,0 +1,109 @@
+"""Closing what a dead process left behind, so that no campaign is stranded and nothing runs twice.
+
+An attempt left `running` by a process that died (kill -9, a power cut) is closed as the
+infrastructure error `worker_lost`, with its evidence finished as far as it was written: a playable
+video up to the last whole frame, the manifest, artifact rows, and the decisions and steps already
+recorded. Cells left `queued` by a dead process never started: they go back to `pending`, to be
+started again by an operator. Recovery never runs an attempt and never touches a live process's work.
+
+The embedded server runs it at start-up (rsi_site/asgi.py; RSI_RECOVER_AT_STARTUP=0 turns that off);
+`manage.py recover` runs it by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from evaluator.episode import EpisodeResult, account
+from evaluator.evidence import EvidenceWriter
+from evaluator.models import Attempt
+from evaluator.policies.base import Usage
+from evaluator.protocol.scoring import ErrorType, StepResult, TerminationReason, score_episode
+from evaluator.runners import is_dead, this_process
+from evaluator.services import _store_result
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Recovery:
+    closed: list[int] = field(default_factory=list)  # attempts closed as worker_lost
+    requeued: list[int] = field(default_factory=list)  # queued cells put back to pending
+
+
+def recover() -> Recovery:
+    report = Recovery()
+    for attempt in Attempt.objects.filter(status=Attempt.Status.QUEUED).only("pk", "runner"):
+        if is_dead(attempt.runner):
+            # Conditional: a cell claimed meanwhile is left alone.
+            updated = Attempt.objects.filter(pk=attempt.pk, status=Attempt.Status.QUEUED, runner=attempt.runner).update(
+                status=Attempt.Status.PENDING, runner=""
+            )
+            if updated:
+                report.requeued.append(attempt.pk)
+    for attempt in Attempt.objects.filter(status=Attempt.Status.RUNNING).only("pk", "runner"):
+        if is_dead(attempt.runner) and do_close_lost_attempt(attempt.pk, attempt.runner):
+            report.closed.append(attempt.pk)
+    return report
+
+
+@transaction.atomic
+def do_close_lost_attempt(attempt_id: int, runner: str) -> bool:
+    """Close an attempt whose process died, with the evidence it left; False if it is no longer that one's."""
+    attempt = Attempt.objects.select_for_update().select_related("task").get(pk=attempt_id)
+    if attempt.status != Attempt.Status.RUNNING or attempt.runner != runner:
+        return False
+    decisions = list(attempt.decisions.filter(actor="policy").order_by("index"))
+    steps = list(attempt.steps.select_related("decision").order_by("index"))
+    detail = (
+        f"the process that ran this attempt ({runner or 'unrecorded, RSI before 0003'}) died; closed by "
+        f"{this_process()} at {timezone.now().isoformat()} with the evidence written so far: "
+        f"{len(steps)} recorded steps, {len(decisions)} recorded policy calls (a call or chunk in flight "
+        "when it died is in the video and messages, not in the records)"
+    )
+    usages = [Usage(**d.usage) if d.usage else Usage() for d in decisions]
+    result = EpisodeResult(
+        score=score_episode(
+            [StepResult(success=s.native_success, decision=s.decision.index) for s in steps],
+            native_horizon=attempt.budget["native_horizon"],
+            error=ErrorType.WORKER_LOST,
+        ),
+        termination=TerminationReason.ERROR,
+        policy_calls=len(decisions),
+        action_decisions=sum(1 for d in decisions if d.executed),
+        rejected_calls=sum(1 for d in decisions if d.kind == "rejected"),
+        error_detail=detail,
+        accounting={
+            **account(usages, [d.latency_ms for d in decisions if d.latency_ms is not None]),
+            "human_decisions": attempt.decisions.filter(actor="human", executed__gt=0).count(),
+        },
+    )
+    relative = attempt.evidence_dir or f"attempts/{attempt.pk:06d}-recovered"
+    evidence = EvidenceWriter(
+        Path(settings.MEDIA_ROOT), relative, fps=attempt.task.control_hz, left_by_dead_process=True
+    )
+    provenance = {**attempt.provenance, "recovered": {"runner": runner, "by": this_process(), "detail": detail}}
+    _store_result(attempt, result, evidence, provenance)
+    return True
+
+
+def recover_at_startup() -> None:
+    """Run by the server as it starts; a database that is not set up yet is left to `migrate`."""
+    if os.environ.get("RSI_RECOVER_AT_STARTUP", "1") == "0":
+        return
+    try:
+        report = recover()
+    except DatabaseError as exc:
+        log.warning("recovery skipped: %s", exc)
+        return
+    if report.closed or report.requeued:
+        log.warning(
+            "recovery: closed attempts %s as worker_lost; cells %s back to pending", report.closed, report.requeued
+        )
