@@ -10,7 +10,17 @@ from django.db import connections
 
 RECORD_TABLES = ("evaluator_decision", "evaluator_step", "evaluator_intervention", "evaluator_artifact")
 
+# SQLite's REPLACE (INSERT OR REPLACE, REPLACE INTO) deletes the conflicting row without firing
+# DELETE triggers unless recursive_triggers is on, which a raw connection need not set. So an
+# insert that would displace a finished attempt, or a record of one, through any unique key is
+# refused before it happens.
 SQLITE_CREATE = [
+    """CREATE TRIGGER evaluator_attempt_finished_no_insert BEFORE INSERT ON evaluator_attempt
+       FOR EACH ROW WHEN EXISTS (
+         SELECT 1 FROM evaluator_attempt WHERE status = 'finished' AND (
+           id = NEW.id OR (rerun_of_id IS NULL AND NEW.rerun_of_id IS NULL
+                           AND campaign_id = NEW.campaign_id AND cell_index = NEW.cell_index)))
+       BEGIN SELECT RAISE(ABORT, 'finished attempt is immutable'); END""",
     """CREATE TRIGGER evaluator_attempt_finished_no_update BEFORE UPDATE ON evaluator_attempt
        FOR EACH ROW WHEN OLD.status = 'finished'
        BEGIN SELECT RAISE(ABORT, 'finished attempt is immutable'); END""",
@@ -19,12 +29,22 @@ SQLITE_CREATE = [
        BEGIN SELECT RAISE(ABORT, 'finished attempt cannot be deleted'); END""",
 ] + [
     f"""CREATE TRIGGER {table}_finished_no_{op.lower()} BEFORE {op} ON {table}
-        FOR EACH ROW WHEN (SELECT status FROM evaluator_attempt WHERE id = {row}.attempt_id) = 'finished'
+        FOR EACH ROW WHEN (SELECT status FROM evaluator_attempt WHERE id = {row}.attempt_id) = 'finished'{extra}
         BEGIN SELECT RAISE(ABORT, 'records of a finished attempt are immutable'); END"""
     for table in RECORD_TABLES
-    for op, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD"))
+    for op, row, extra in (
+        (
+            "INSERT",
+            "NEW",
+            f""" OR EXISTS (SELECT 1 FROM {table} r JOIN evaluator_attempt a ON a.id = r.attempt_id
+                              WHERE r.id = NEW.id AND a.status = 'finished')""",
+        ),
+        ("UPDATE", "OLD", ""),
+        ("DELETE", "OLD", ""),
+    )
 ]
 SQLITE_DROP = [
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_insert",
     "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_update",
     "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_delete",
 ] + [
@@ -44,6 +64,16 @@ POSTGRES_CREATE = [
        END $$ LANGUAGE plpgsql""",
     """CREATE TRIGGER evaluator_attempt_finished_immutable BEFORE UPDATE OR DELETE ON evaluator_attempt
        FOR EACH ROW EXECUTE FUNCTION evaluator_refuse_finished_attempt()""",
+    # An upsert (INSERT ... ON CONFLICT DO UPDATE) meets the UPDATE trigger; this refuses the insert first.
+    """CREATE FUNCTION evaluator_refuse_displacing_finished_attempt() RETURNS trigger AS $$
+       BEGIN
+         IF EXISTS (SELECT 1 FROM evaluator_attempt WHERE id = NEW.id AND status = 'finished') THEN
+           RAISE EXCEPTION 'finished attempt % is immutable', NEW.id USING ERRCODE = 'integrity_constraint_violation';
+         END IF;
+         RETURN NEW;
+       END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER evaluator_attempt_finished_no_insert BEFORE INSERT ON evaluator_attempt
+       FOR EACH ROW EXECUTE FUNCTION evaluator_refuse_displacing_finished_attempt()""",
     """CREATE FUNCTION evaluator_refuse_record_of_finished_attempt() RETURNS trigger AS $$
        DECLARE target bigint;
        BEGIN
@@ -62,6 +92,8 @@ POSTGRES_CREATE = [
 ]
 POSTGRES_DROP = [f"DROP TRIGGER IF EXISTS {table}_finished_immutable ON {table}" for table in RECORD_TABLES] + [
     "DROP TRIGGER IF EXISTS evaluator_attempt_finished_immutable ON evaluator_attempt",
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_no_insert ON evaluator_attempt",
+    "DROP FUNCTION IF EXISTS evaluator_refuse_displacing_finished_attempt()",
     "DROP FUNCTION IF EXISTS evaluator_refuse_record_of_finished_attempt()",
     "DROP FUNCTION IF EXISTS evaluator_refuse_finished_attempt()",
 ]

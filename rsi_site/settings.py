@@ -82,7 +82,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The executor thread writes while pages and live views read: WAL lets readers go on, writers
     # take the lock up front and wait for it instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        timeout=30, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        timeout=30,
+        transaction_mode="IMMEDIATE",
+        # recursive_triggers: a REPLACE's implicit delete fires the immutability triggers (evaluator/triggers.py).
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;",
     )
     # Tests use a file too: an in-memory shared-cache database fails at once on table locks.
     (BASE_DIR / ".rsi").mkdir(exist_ok=True)

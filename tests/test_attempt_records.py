@@ -184,4 +184,68 @@ def test_flushing_the_whole_database_keeps_the_triggers_for_what_comes_next(make
         assert not Attempt.objects.exists()
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'")
-            assert cursor.fetchone() == (2 + 4 * 3,)  # the attempt's two, three for each record table
+            assert cursor.fetchone() == (3 + 4 * 3,)  # the attempt's three, three for each record table
+
+
+FORGERIES = {
+    "INSERT OR REPLACE of the same row": "INSERT OR REPLACE INTO evaluator_attempt SELECT * FROM forged",
+    "REPLACE INTO": "REPLACE INTO evaluator_attempt SELECT * FROM forged",
+    "REPLACE through the one-original-per-cell key": (
+        "UPDATE forged SET id = id + 1000",
+        "REPLACE INTO evaluator_attempt SELECT * FROM forged",
+    ),
+    "UPSERT": "INSERT INTO evaluator_attempt SELECT * FROM forged WHERE true "
+    "ON CONFLICT(id) DO UPDATE SET outcome = 'success', success = 1",
+}
+
+
+@pytest.mark.parametrize("statements", FORGERIES.values(), ids=FORGERIES.keys())
+def test_raw_sql_cannot_replace_a_finished_attempt(make_attempt, transactional_db, statements):
+    # "INSERT OR REPLACE ... turned a task failure into a success": REPLACE deletes the old row
+    # without DELETE triggers when recursive_triggers is off, as it is on a raw connection.
+    import sqlite3
+
+    from django.db import connection
+
+    attempt = _finish(make_attempt())
+    raw = sqlite3.connect(connection.settings_dict["NAME"])
+    try:
+        assert raw.execute("PRAGMA recursive_triggers").fetchone() == (0,)
+        raw.execute("CREATE TEMP TABLE forged AS SELECT * FROM evaluator_attempt WHERE id = ?", [attempt.pk])
+        raw.execute("UPDATE forged SET outcome = 'success', success = 1")
+        with pytest.raises(sqlite3.IntegrityError, match="immutable"):
+            for statement in (statements,) if isinstance(statements, str) else statements:
+                raw.execute(statement)
+        raw.rollback()
+    finally:
+        raw.close()
+    assert list(Attempt.objects.values_list("pk", "outcome", "success")) == [(attempt.pk, "task_failure", False)]
+
+
+def test_raw_sql_cannot_replace_a_record_of_a_finished_attempt(make_attempt, transactional_db):
+    import sqlite3
+
+    from django.db import connection
+
+    attempt = make_attempt()
+    decision = _decision(attempt)
+    _finish(attempt)
+    other = make_attempt(task_name="widowx_carrot_on_plate")  # a running attempt to move the row to
+    raw = sqlite3.connect(connection.settings_dict["NAME"])
+    try:
+        raw.execute("CREATE TEMP TABLE forged AS SELECT * FROM evaluator_decision WHERE id = ?", [decision.pk])
+        raw.execute("UPDATE forged SET attempt_id = ?, executed = 5", [other.pk])
+        with pytest.raises(sqlite3.IntegrityError, match="immutable"):
+            raw.execute("REPLACE INTO evaluator_decision SELECT * FROM forged")
+        raw.rollback()
+    finally:
+        raw.close()
+    assert list(attempt.decisions.values_list("pk", "executed")) == [(decision.pk, 0)]
+
+
+def test_django_connections_fire_delete_triggers_on_replace(db):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA recursive_triggers")
+        assert cursor.fetchone() == (1,)

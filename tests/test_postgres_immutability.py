@@ -85,3 +85,22 @@ def test_postgres_lets_a_running_attempt_change(database):
     database.execute("UPDATE evaluator_attempt SET policy_calls = 4 WHERE id = %s", [running])
     database.execute("UPDATE evaluator_decision SET executed = 2 WHERE attempt_id = %s", [running])
     assert database.execute("SELECT policy_calls FROM evaluator_attempt WHERE id = %s", [running]).fetchone() == (4,)
+
+
+def test_postgres_refuses_an_upsert_over_a_finished_attempt(database):
+    # "test the REPLACE and UPSERT forms": PostgreSQL has no REPLACE; ON CONFLICT is its upsert.
+    finished = _ids(database)["finished"]
+    database.execute("CREATE TEMP TABLE forged AS SELECT * FROM evaluator_attempt WHERE id = %s", [finished])
+    database.execute("UPDATE forged SET outcome = 'success', success = true")
+    for conflict in ("DO UPDATE SET outcome = 'success', success = true", "DO NOTHING"):
+        with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="immutable"):
+            database.execute(f"INSERT INTO evaluator_attempt SELECT * FROM forged ON CONFLICT (id) {conflict}")
+    row = database.execute("SELECT outcome, success FROM evaluator_attempt WHERE id = %s", [finished]).fetchone()
+    assert row == ("task_failure", None)  # as the set-up finished it
+    decision = database.execute("SELECT id FROM evaluator_decision WHERE attempt_id = %s", [finished]).fetchone()[0]
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="immutable"):
+        database.execute(
+            "INSERT INTO evaluator_decision SELECT * FROM evaluator_decision WHERE id = %s "
+            "ON CONFLICT (id) DO UPDATE SET executed = 7",
+            [decision],
+        )
