@@ -3,6 +3,7 @@
 RSI_SECRET_KEY     secret key; by default one is generated once into .rsi/secret_key
 RSI_DEBUG          "1" for Django's debug mode (default off)
 RSI_ALLOWED_HOSTS  comma-separated host names (default 127.0.0.1,localhost)
+RSI_TRUSTED_ORIGINS  comma-separated exact origins trusted for CSRF and WebSockets besides the site's own
 DATABASE_URL       e.g. postgres://user:pass@host:5432/rsi (default SQLite in db.sqlite3)
 REDIS_URL          e.g. redis://127.0.0.1:6379/0 for the Redis channel layer (default in-memory)
 RSI_MEDIA_ROOT     where episode artifacts are stored (default media/)
@@ -31,6 +32,8 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = os.environ.get("RSI_DEBUG", "0") == "1"
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("RSI_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+# Exact origins (scheme://host[:port]) trusted besides the site's own, for CSRF and WebSockets.
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("RSI_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 INSTALLED_APPS = [
     "daphne",

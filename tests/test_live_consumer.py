@@ -57,10 +57,10 @@ def _run(attempt_id):
         close_old_connections()
 
 
-def _socket(attempt_id, session=None):
+def _socket(attempt_id, session=None, origin=b"http://testserver"):
     from rsi_site.asgi import application
 
-    headers = [(b"origin", b"http://testserver")]
+    headers = [(b"origin", origin), (b"host", b"testserver")]
     if session:
         headers.append((b"cookie", f"sessionid={session}".encode()))
     return WebsocketCommunicator(application, f"/ws/attempts/{attempt_id}/live/", headers=headers)
@@ -116,6 +116,35 @@ def test_a_user_without_the_watch_permission_is_refused(setup):
     async def scenario():
         connected, code = await _socket(attempt.pk, session).connect()
         assert not connected and code == 4403
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [b"http://testserver:9999", b"https://testserver", b"http://evil.example", b"null"],
+)
+def test_a_socket_from_another_origin_is_refused_even_with_an_interveners_cookies(setup, origin):
+    # "a page on http://127.0.0.1:<any port> can pause and stop rollouts": origins match exactly.
+    attempt = _pending()
+    _, session = _user("ivan", "watcher", "intervener")
+
+    async def scenario():
+        connected, _ = await _socket(attempt.pk, session, origin=origin).connect()
+        assert not connected
+
+    asyncio.run(scenario())
+
+
+def test_a_trusted_origin_is_accepted(setup, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://rsi.example.org"]
+    attempt = _pending()
+    _, session = _user("walt", "watcher")
+
+    async def scenario():
+        socket = _socket(attempt.pk, session, origin=b"https://rsi.example.org")
+        assert (await socket.connect())[0]
+        await socket.disconnect()
 
     asyncio.run(scenario())
 
