@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django import forms
+from django.conf import settings
 
 from evaluator.models import Benchmark, Policy, Task
-from evaluator.policies.specs import parse_policy_spec
+from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
@@ -61,6 +64,7 @@ class LaunchForm(forms.Form):
         value = self.cleaned_data["policy"].strip()
         if not Policy.objects.filter(name=value).exists():
             try:
+                check_model_path(value, Path(settings.RSI_MODEL_ROOT))
                 parse_policy_spec(value)
             except ProtocolError as exc:
                 raise forms.ValidationError(str(exc)) from None

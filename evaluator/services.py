@@ -100,11 +100,15 @@ def do_launch_campaign(
     benchmark: str,
     task_names: list[str],
     seed: int,
-    policy: Policy,
+    policy: Policy | str,
     config: ProtocolConfig,
     mode: str = Campaign.Mode.FAST,
     user=None,
 ) -> Campaign:
+    """Freeze a campaign's plan. `policy` may be a name or spec string: its record is made in the same
+    transaction, so a refused launch stores nothing."""
+    if isinstance(policy, str):
+        policy = policy_for(policy)
     tasks = check_launch(benchmark, task_names, seed, policy, config)
     identity, _ = ProtocolIdentity.objects.get_or_create(
         protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}

@@ -31,7 +31,6 @@ from evaluator.services import (
     do_launch_campaign,
     do_rerun,
     do_start_attempts,
-    policy_for,
 )
 
 PAGE_SIZE = 50
@@ -113,7 +112,7 @@ def launch(request: HttpRequest) -> HttpResponse:
                     benchmark=data["benchmark"],
                     task_names=data["tasks"],
                     seed=data["seed"],
-                    policy=policy_for(data["policy"]),
+                    policy=data["policy"],
                     config=data["config"],
                     user=request.user,
                 )

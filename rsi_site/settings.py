@@ -7,6 +7,7 @@ RSI_TRUSTED_ORIGINS  comma-separated exact origins trusted for CSRF and WebSocke
 DATABASE_URL       e.g. postgres://user:pass@host:5432/rsi (default SQLite in db.sqlite3)
 REDIS_URL          e.g. redis://127.0.0.1:6379/0 for the Redis channel layer (default in-memory)
 RSI_MEDIA_ROOT     where episode artifacts are stored (default media/)
+RSI_MODEL_ROOT     the only folder web-launched TorchScript modules may come from (default models/)
 """
 
 import os
@@ -114,6 +115,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("RSI_MEDIA_ROOT", BASE_DIR / "media"))
+# TorchScript modules launched from the web must lie under this folder.
+RSI_MODEL_ROOT = Path(os.environ.get("RSI_MODEL_ROOT", BASE_DIR / "models"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"

@@ -14,29 +14,61 @@ The same spec and settings give the same policy identity.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 from evaluator.policies.base import Policy
 from evaluator.policies.builtin import BUILTIN_POLICIES
-from evaluator.policies.chat import ChatPolicy
+from evaluator.policies.chat import STAGES, ChatPolicy
 from evaluator.policies.http_json import HttpJsonPolicy
 from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.policies.torchscript import TorchScriptPolicy
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import ProtocolConfig
 
+
+def _number(low: float, high: float, whole: bool = False) -> Callable[[str], float | int]:
+    def parse(raw: str):
+        value = int(raw) if whole else float(raw)
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValueError(f"must be a finite number in [{low:g}, {high:g}]")
+        return value
+
+    return parse
+
+
+def _text(pattern: str, what: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if not re.fullmatch(pattern, raw):
+            raise ValueError(f"must be {what}")
+        return raw
+
+    return parse
+
+
+def _composition(raw: str) -> list[str]:
+    stages = raw.split(",")
+    if stages[-1] != "act" or any(stage not in STAGES for stage in stages) or len(stages) > 8:
+        raise ValueError(f"must be at most 8 of {', '.join(sorted(STAGES))}, comma-separated, ending in act")
+    return stages
+
+
+# Every declared setting, with the bounds it is checked against: the same code serves the launch
+# form, its preview and `manage.py evaluate`.
 SETTING_TYPES = {
-    "timeout_s": float,
-    "device": str,
-    "image_key": str,
-    "prompt_key": str,
-    "model": str,
-    "max_tokens": int,
-    "temperature": float,
-    "composition": lambda v: v.split(","),
-    "usd_per_1k_input": float,
-    "usd_per_1k_output": float,
+    "timeout_s": _number(0.001, 3600),
+    "device": _text(r"cpu|cuda(:[0-9]{1,2})?", "cpu, cuda or cuda:N"),
+    "image_key": _text(r"[\w./-]{1,200}", "1 to 200 letters, digits, '_', '.', '/' or '-'"),
+    "prompt_key": _text(r"[\w./-]{1,200}", "1 to 200 letters, digits, '_', '.', '/' or '-'"),
+    "model": _text(r"[^\s]{1,200}", "a model name of 1 to 200 characters without spaces"),
+    "max_tokens": _number(1, 100_000, whole=True),
+    "temperature": _number(0, 2),
+    "composition": _composition,
+    "usd_per_1k_input": _number(0, 1000),
+    "usd_per_1k_output": _number(0, 1000),
 }
 TRANSPORT_KINDS = {
     "builtin": None,  # from BUILTIN_POLICIES
@@ -75,8 +107,9 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
             raise InvalidPolicySpec(f"unknown policy setting {key!r}; known: {', '.join(SETTING_TYPES)}")
         try:
             settings[key] = SETTING_TYPES[key](value)
-        except ValueError:
-            raise InvalidPolicySpec(f"bad value for {key}: {value!r}") from None
+        except ValueError as exc:
+            reason = str(exc) if str(exc).startswith("must") else "is not a number"
+            raise InvalidPolicySpec(f"policy setting {key}={value[:50]!r} {reason}") from None
     if transport == "openai" and "model" not in settings:
         raise InvalidPolicySpec("an openai+ spec needs ?model=NAME")
     if transport == "torchscript":
@@ -86,6 +119,18 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
         # The module's bytes are part of the identity: new weights make a new policy.
         settings["module_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
     return transport, target, settings
+
+
+def check_model_path(spec: str, model_root: Path) -> None:
+    """A TorchScript module launched from the web must lie under the model root (RSI_MODEL_ROOT):
+    otherwise a form could make the server hash and load any file it can read."""
+    if not spec.startswith("torchscript:"):
+        return
+    target = Path(spec.removeprefix("torchscript:").partition("?")[0])
+    if not target.resolve().is_relative_to(model_root.resolve()):
+        raise InvalidPolicySpec(
+            f"TorchScript modules launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
+        )
 
 
 def default_kind(spec: str) -> str:

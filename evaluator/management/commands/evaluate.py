@@ -12,7 +12,6 @@ from evaluator.services import (
     do_launch_campaign,
     do_run_attempt,
     ensure_builtin_policies,
-    policy_for,
 )
 
 
@@ -59,13 +58,12 @@ class Command(DatabaseCommand):
         try:
             config = config_from_options(options)
             sync_catalog(load_catalog(config.benchmark))
-            policy = policy_for(options["policy"])
             campaign = do_launch_campaign(
                 name=f"evaluate {config.benchmark}/{options['task']} seed {options['seed']}",
                 benchmark=config.benchmark,
                 task_names=[options["task"]],
                 seed=options["seed"],
-                policy=policy,
+                policy=options["policy"],
                 config=config,
             )
         except ProtocolError as exc:
