@@ -11,6 +11,7 @@ message with the same last acknowledged observation. Nothing is ever retried.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -244,7 +245,9 @@ class _Episode:
                 continue
             self.usages.append(reply.usage)
             raw = reply.response
-            common = dict(response=jsonable(raw), latency_ms=self.latencies[-1], usage=asdict(reply.usage), **record)
+            common = dict(
+                response=recorded_response(raw), latency_ms=self.latencies[-1], usage=asdict(reply.usage), **record
+            )
             permitted = min(self.budget.replan_interval, self.budget.max_executable_steps - len(self.steps))
             response = validate_response(raw, self.spec.contract, permitted)
             if response.stop:
@@ -350,6 +353,18 @@ class _Episode:
             error_detail=self.error_detail,
             accounting={**account(self.usages, self.latencies), "human_decisions": self.human_decisions},
         )
+
+
+MAX_RECORDED_RESPONSE = 64 * 1024  # characters of JSON kept of one reply
+
+
+def recorded_response(raw: Any) -> Any:
+    """A JSON-ready copy of a reply for the records: whole when small, else a bounded excerpt and its size."""
+    value = jsonable(raw)
+    text = json.dumps(value)
+    if len(text) <= MAX_RECORDED_RESPONSE:
+        return value
+    return {"rsi_excerpt": text[:MAX_RECORDED_RESPONSE], "rsi_size": len(text)}
 
 
 def _total(values: list) -> float | int | None:

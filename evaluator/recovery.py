@@ -21,13 +21,11 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from evaluator.episode import EpisodeResult, account
 from evaluator.evidence import EvidenceWriter
 from evaluator.models import Attempt
-from evaluator.policies.base import Usage
-from evaluator.protocol.scoring import ErrorType, StepResult, TerminationReason, score_episode
+from evaluator.protocol.scoring import ErrorType
 from evaluator.runners import is_dead, this_process
-from evaluator.services import _store_result
+from evaluator.services import _store_result, result_from_records
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +58,12 @@ def do_close_lost_attempt(attempt_id: int, runner: str) -> bool:
     attempt = Attempt.objects.select_for_update().select_related("task").get(pk=attempt_id)
     if attempt.status != Attempt.Status.RUNNING or attempt.runner != runner:
         return False
-    decisions = list(attempt.decisions.filter(actor="policy").order_by("index"))
-    steps = list(attempt.steps.select_related("decision").order_by("index"))
     detail = (
         f"the process that ran this attempt ({runner or 'unrecorded, RSI before 0003'}) died; closed by "
-        f"{this_process()} at {timezone.now().isoformat()} with the evidence written so far: "
-        f"{len(steps)} recorded steps, {len(decisions)} recorded policy calls (a call or chunk in flight "
-        "when it died is in the video and messages, not in the records)"
+        f"{this_process()} at {timezone.now().isoformat()} with the evidence written so far (a call or chunk "
+        "in flight when it died is in the video and messages, not in the records)"
     )
-    usages = [Usage(**d.usage) if d.usage else Usage() for d in decisions]
-    result = EpisodeResult(
-        score=score_episode(
-            [StepResult(success=s.native_success, decision=s.decision.index) for s in steps],
-            native_horizon=attempt.budget["native_horizon"],
-            error=ErrorType.WORKER_LOST,
-        ),
-        termination=TerminationReason.ERROR,
-        policy_calls=len(decisions),
-        action_decisions=sum(1 for d in decisions if d.executed),
-        rejected_calls=sum(1 for d in decisions if d.kind == "rejected"),
-        error_detail=detail,
-        accounting={
-            **account(usages, [d.latency_ms for d in decisions if d.latency_ms is not None]),
-            "human_decisions": attempt.decisions.filter(actor="human", executed__gt=0).count(),
-        },
-    )
+    result = result_from_records(attempt, ErrorType.WORKER_LOST, detail)
     relative = attempt.evidence_dir or f"attempts/{attempt.pk:06d}-recovered"
     evidence = EvidenceWriter(
         Path(settings.MEDIA_ROOT), relative, fps=attempt.task.control_hz, left_by_dead_process=True

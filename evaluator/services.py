@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.benchmarks import rendering_provenance, reset_options, worker_spec
-from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, run_episode
+from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
 from evaluator.evidence import EvidenceWriter
 from evaluator.live import hub
 from evaluator.models import (
@@ -38,7 +38,7 @@ from evaluator.models import (
     Task,
 )
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
-from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, new_episode_token
+from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.specs import build_policy, default_kind, parse_policy_spec
 from evaluator.protocol.actions import action_contract
@@ -47,7 +47,7 @@ from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
-from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason, score_episode
+from evaluator.protocol.scoring import ErrorType, Outcome, StepResult, TerminationReason, score_episode
 from evaluator.runners import this_process
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -85,7 +85,8 @@ def check_launch(
     required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
     if required and config.sensors != required:
         raise InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}")
-    build_policy(policy.spec, policy.settings, config)  # refuses settings it cannot use, contacts nothing
+    # Refuses settings it cannot use; a local module must load. No server is contacted.
+    build_policy(policy.spec, policy.settings, config).verify()
     tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
     missing = [n for n in task_names if n not in tasks]
     if missing:
@@ -475,8 +476,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")
         result = _failed_before_control(budget.native_horizon, error_type, detail)
     except Exception:
-        # A fault of RSI itself: close the attempt as such, keep its evidence, and let it surface.
-        result = _failed_before_control(budget.native_horizon, ErrorType.EVALUATOR, traceback.format_exc())
+        # A fault of RSI itself: close the attempt as such with what was recorded, and let it surface.
+        result = result_from_records(attempt, ErrorType.EVALUATOR, traceback.format_exc())
         _finish(attempt, result, evidence, provenance)
         raise
     finally:
@@ -510,6 +511,33 @@ def _provenance(attempt: Attempt, config: ProtocolConfig, budget) -> dict:
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
         "runner": attempt.runner,
     }
+
+
+def result_from_records(attempt: Attempt, error_type: ErrorType, detail: str) -> EpisodeResult:
+    """An attempt's result from its stored decisions and steps, when its run could not say it
+    (a fault of RSI, a process that died): what was recorded is never zeroed."""
+    decisions = list(attempt.decisions.order_by("index"))
+    policy = [d for d in decisions if d.actor == "policy"]
+    steps = list(attempt.steps.select_related("decision").order_by("index"))
+    return EpisodeResult(
+        score=score_episode(
+            [StepResult(success=s.native_success, decision=s.decision.index) for s in steps],
+            native_horizon=attempt.budget["native_horizon"],
+            error=error_type,
+        ),
+        termination=TerminationReason.ERROR,
+        policy_calls=len(policy),
+        action_decisions=sum(1 for d in policy if d.executed),
+        rejected_calls=sum(1 for d in policy if d.kind == "rejected"),
+        error_detail=detail,
+        accounting={
+            **account(
+                [Usage(**d.usage) if d.usage else Usage() for d in policy],
+                [d.latency_ms for d in policy if d.latency_ms is not None],
+            ),
+            "human_decisions": sum(1 for d in decisions if d.actor == "human" and d.executed),
+        },
+    )
 
 
 def _failed_before_control(native_horizon: int, error_type: ErrorType, detail: str) -> EpisodeResult:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.scoring import ErrorType
 
 
@@ -98,9 +99,20 @@ class PolicyFailure(Exception):
         self.usage = usage
 
 
+class PolicySetupFailure(ProtocolError):
+    """The policy could not be reached or loaded before its first call: an infrastructure error
+    (policy_setup), never a policy score."""
+
+    error_type = ErrorType.POLICY_SETUP
+
+
 class Policy(ABC):
+    def verify(self) -> None:
+        """At launch: what can be checked without contacting a server (a local module loads); raises
+        PolicySetupFailure."""
+
     def start_episode(self, start: EpisodeStart) -> None:
-        """Reset all memory: nothing carries over between episodes."""
+        """Reset all memory: nothing carries over between episodes. May raise PolicySetupFailure."""
 
     @abstractmethod
     def act(self, message: MailboxMessage) -> PolicyReply:

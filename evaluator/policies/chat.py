@@ -14,6 +14,7 @@ import re
 import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
+from evaluator.policies.calls import CallDeadline, check_reachable, open_connection, post
 from evaluator.policies.payload import png_base64
 from evaluator.protocol.identity import AGENT_METHOD, SINGLE_RESPONSE
 from evaluator.protocol.scoring import ErrorType
@@ -24,20 +25,41 @@ STAGES = {
     "act": 'Answer with JSON only: {"actions": [[...], ...]} with at most {k} actions of {d} numbers, '
     'or {"stop": true}.',
 }
-JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+FENCED = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
 
 
 def parse_action_json(content: str) -> dict:
-    """The JSON object in a model's text answer (code fences allowed), or MALFORMED_OUTPUT."""
-    match = JSON_OBJECT.search(content or "")
-    if match:
-        try:
-            value = json.loads(match.group(0))
+    """The first JSON object of a model's answer: in a fenced block if there is one, else the first
+    `{` that starts a whole object. Never the span from the first `{` to the last `}`."""
+    decoder = json.JSONDecoder()
+    for text in [*FENCED.findall(content), content]:
+        for start in (i for i, ch in enumerate(text) if ch == "{"):
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except json.JSONDecodeError:
+                continue
             if isinstance(value, dict):
                 return value
-        except json.JSONDecodeError:
-            pass
-    raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, "the answer holds no JSON object", (content or "")[:2000])
+    raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, "the answer holds no JSON object", content[:2000])
+
+
+def completion_content(completion) -> tuple[str, dict]:
+    """The text and usage of an OpenAI chat completion. Content may be a string or the standard list
+    of parts ({"type": "text", "text": ...}); anything else is malformed output."""
+    try:
+        content = completion["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("not a chat completion") from None
+    if isinstance(content, list):
+        if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
+            raise ValueError("content parts other than text")
+        content = "".join(part["text"] for part in content)
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"content is a {type(content).__name__}")
+    usage = completion.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise ValueError(f"usage is a {type(usage).__name__}, not an object")
+    return content or "", usage or {}
 
 
 class ChatPolicy(Policy):
@@ -63,9 +85,6 @@ class ChatPolicy(Policy):
         self.model, self.mode, self.composition = model, mode, composition
         self.timeout_s, self.max_tokens, self.temperature = timeout_s, max_tokens, temperature
         self.prices = (usd_per_1k_input, usd_per_1k_output)
-
-    def start_episode(self, start: EpisodeStart) -> None:
-        self.start = start  # the method keeps no other memory between calls or episodes
 
     def _system(self) -> str:
         contract = self.start.action_contract
@@ -93,7 +112,7 @@ class ChatPolicy(Policy):
             {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(message)}"}},
         ]
 
-    def _complete(self, messages: list[dict]) -> tuple[str, dict]:
+    def _complete(self, messages: list[dict], deadline: CallDeadline) -> tuple[str, dict]:
         body = json.dumps(
             {
                 "model": self.model,
@@ -103,33 +122,28 @@ class ChatPolicy(Policy):
             }
         ).encode()
         self.record_sent(body, "application/json")
-        factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
-        connection = factory(self.parsed.hostname, self.parsed.port, timeout=self.timeout_s)
         try:
-            connection.request(
-                "POST", f"{self.parsed.path}/chat/completions", body=body, headers={"Content-Type": "application/json"}
-            )
-            response = connection.getresponse()
-            data = response.read()
-        except TimeoutError:
-            raise PolicyFailure(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None
+            connection = open_connection(self.parsed, deadline)
         except (OSError, http.client.HTTPException) as exc:
+            if deadline.expired or isinstance(exc, TimeoutError):
+                raise deadline.failure() from None
             raise PolicyFailure(ErrorType.POLICY_TRANSPORT, "the connection to the model failed", repr(exc)) from None
+        try:
+            status, data = post(connection, f"{self.parsed.path}/chat/completions", body, deadline, "model")
         finally:
             connection.close()
-        if response.status >= 400:
+        if status >= 400:
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
-                f"the model endpoint answered HTTP {response.status}",
+                f"the model endpoint answered HTTP {status}",
                 data[:2000].decode(errors="replace"),
             )
         try:
-            completion = json.loads(data)
-            return completion["choices"][0]["message"]["content"] or "", completion.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError):
+            return completion_content(json.loads(data))
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors too
             raise PolicyFailure(
                 ErrorType.MALFORMED_OUTPUT,
-                "the endpoint's reply is not a chat completion",
+                f"the endpoint's reply is not a chat completion ({exc})"[:300],
                 data[:2000].decode(errors="replace"),
             ) from None
 
@@ -145,7 +159,12 @@ class ChatPolicy(Policy):
             cost = tokens_in / 1000 * price_in + tokens_out / 1000 * price_out
         return Usage(provider_requests=requests, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
 
+    def start_episode(self, start: EpisodeStart) -> None:
+        self.start = start  # the method keeps no other memory between calls or episodes
+        check_reachable(self.parsed, self.timeout_s, "model endpoint")
+
     def act(self, message: MailboxMessage) -> PolicyReply:
+        deadline = CallDeadline(self.timeout_s)  # one deadline for every request of the composition
         notes, usages = [], []
         for stage in self.composition:
             messages = [
@@ -153,7 +172,7 @@ class ChatPolicy(Policy):
                 {"role": "user", "content": self._user(message, stage, notes)},
             ]
             try:
-                content, usage = self._complete(messages)
+                content, usage = self._complete(messages, deadline)
             except PolicyFailure as failure:
                 failure.usage = self._usage(len(usages) + 1, usages + [{}])
                 raise

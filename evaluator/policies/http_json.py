@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
+from evaluator.policies.calls import CallDeadline, check_reachable, open_connection, post
 from evaluator.policies.payload import http_request
 from evaluator.protocol.scoring import ErrorType
 
@@ -27,21 +27,12 @@ class HttpJsonPolicy(Policy):
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url, self.parsed, self.timeout_s = url, parsed, timeout_s
-        self.connection = None
+        self.connection: http.client.HTTPConnection | None = None
         self.start = None
 
     def start_episode(self, start: EpisodeStart) -> None:
         self.start = start
-
-    def _connect(self) -> http.client.HTTPConnection:
-        if self.connection is None:
-            factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
-            self.connection = factory(self.parsed.hostname, self.parsed.port, timeout=self.timeout_s)
-            self.connection.connect()
-            # Headers and a large body go out in two writes: without this, Nagle's algorithm and
-            # delayed ACKs can hold the body back for tens of milliseconds.
-            self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return self.connection
+        check_reachable(self.parsed, self.timeout_s, "policy server")
 
     def _drop_connection(self) -> None:
         # After a failure the connection's state is unknown: the next call opens a new one.
@@ -50,26 +41,27 @@ class HttpJsonPolicy(Policy):
             self.connection = None
 
     def act(self, message: MailboxMessage) -> PolicyReply:
+        deadline = CallDeadline(self.timeout_s)
         body = json.dumps(http_request(message, self.start)).encode()
         self.record_sent(body, "application/json")
-        path = self.parsed.path or "/"
         try:
-            connection = self._connect()
-            connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            response = connection.getresponse()
-            data = response.read()
-        except TimeoutError:
+            if self.connection is None:
+                self.connection = open_connection(self.parsed, deadline)
+            status, data = post(self.connection, self.parsed.path or "/", body, deadline, "policy")
+        except (OSError, http.client.HTTPException) as exc:  # connecting failed
             self._drop_connection()
-            raise PolicyFailure(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None
-        except (OSError, http.client.HTTPException) as exc:
-            self._drop_connection()
+            if deadline.expired or isinstance(exc, TimeoutError):
+                raise deadline.failure() from None
             raise PolicyFailure(
                 ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", f"{type(exc).__name__}: {exc}"
             ) from None
-        if response.status >= 400:
+        except PolicyFailure:
+            self._drop_connection()
+            raise
+        if status >= 400:
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
-                f"the policy server answered HTTP {response.status}",
+                f"the policy server answered HTTP {status}",
                 data[:2000].decode(errors="replace"),
             )
         try:

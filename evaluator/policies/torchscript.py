@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 
 from evaluator.native import NativeWorker, WorkerFailure, WorkerSpec
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
+from evaluator.policies.base import (
+    EpisodeStart,
+    MailboxMessage,
+    Policy,
+    PolicyFailure,
+    PolicyReply,
+    PolicySetupFailure,
+    Usage,
+)
+from evaluator.policies.calls import MAX_REPLY_BYTES, too_large
 from evaluator.protocol.scoring import ErrorType
 
 HOST = Path(__file__).resolve().with_name("torch_host.py")
@@ -33,25 +42,46 @@ class TorchScriptPolicy(Policy):
         self.host = None
         self.loaded = {}
 
+    def load(self) -> None:
+        """Start a host process and load the module in it, before any call: loading is no call's latency.
+        A module that does not load (random bytes, a pickle, a state_dict, a CUDA device that is not
+        there) is a setup error, never a policy failure."""
+        self.end_episode()
+        try:
+            self.host = NativeWorker(self.spec)
+            self.loaded = self.host.request("load", {"path": self.path, "device": self.device})[0]
+        except WorkerFailure as failure:
+            self.host = None
+            detail = failure.stderr_tail.strip().splitlines()[-1:] or [str(failure)]
+            raise PolicySetupFailure(f"the TorchScript module {self.path} does not load: {detail[0]}") from None
+
+    def verify(self) -> None:
+        """At launch: the module loads on its device (then the host is closed again)."""
+        try:
+            self.load()
+        finally:
+            self.end_episode()
+
     def _request(self, op: str, header: dict | None = None, arrays: dict | None = None):
         try:
             if self.host is None:
-                self.host = NativeWorker(self.spec)
-                self.loaded = self.host.request("load", {"path": self.path, "device": self.device})[0]
+                raise WorkerFailure(ErrorType.NATIVE_RUNTIME, "the policy process is gone", cause="died")
             return self.host.request(op, header, arrays)
         except WorkerFailure as failure:
-            self.host = None  # a failed host is gone; a later call starts a new one
+            self.host = None  # a failed host is gone: the episode's later calls fail the same way
             error_type, public = _CAUSES[failure.cause]
             raise PolicyFailure(error_type, public, f"{failure}\n{failure.stderr_tail}") from None
 
     def start_episode(self, start: EpisodeStart) -> None:
-        self.end_episode()  # a fresh host process: no memory carries over between episodes
+        self.load()  # a fresh host process: no memory carries over between episodes
 
     def act(self, message: MailboxMessage) -> PolicyReply:
         # The module's whole input is the frame's pixels, which the evidence keeps losslessly as the call's PNG.
         received = {"input": "image", "dtype": "uint8", "shape": list(message.rgb.shape), "pixels": "png"}
         self.record_sent(json.dumps(received).encode(), "application/json")
         _, arrays = self._request("act", arrays={"image": message.rgb})
+        if arrays["actions"].nbytes > MAX_REPLY_BYTES:
+            raise too_large(arrays["actions"].nbytes)
         return PolicyReply({"actions": arrays["actions"]}, Usage(provider_requests=0))
 
     def end_episode(self) -> None:

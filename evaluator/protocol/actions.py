@@ -110,10 +110,16 @@ def action_contract(benchmark: str, interface_version: int) -> ActionContract:
     raise ValueError(f"no action contract for {benchmark} v{interface_version}")
 
 
+# Longer chunks are accepted (openpi servers return their whole action horizon) and only the
+# permitted prefix executes; past this many actions a reply is malformed output.
+MAX_CHUNK_ACTIONS = 1024
+
+
 class ViolationKind(enum.Enum):
     # The response itself does not parse: a policy error (malformed output).
     NOT_A_RESPONSE = "not_a_response"
     EMPTY_CHUNK = "empty_chunk"
+    CHUNK_TOO_LONG = "chunk_too_long"
     # An action breaks the action contract: a contract violation.
     NOT_A_VECTOR = "not_a_vector"
     WRONG_LENGTH = "wrong_length"
@@ -124,7 +130,7 @@ class ViolationKind(enum.Enum):
 
     @property
     def is_malformed_output(self) -> bool:
-        return self in (ViolationKind.NOT_A_RESPONSE, ViolationKind.EMPTY_CHUNK)
+        return self in (ViolationKind.NOT_A_RESPONSE, ViolationKind.EMPTY_CHUNK, ViolationKind.CHUNK_TOO_LONG)
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,15 @@ def validate_response(raw: Any, contract: ActionContract, permitted: int) -> Pol
         return PolicyResponse(
             stop=False,
             violation=_violation(ViolationKind.NOT_A_RESPONSE, '"actions" must be a list of actions', None),
+        )
+    if len(chunk) > MAX_CHUNK_ACTIONS:
+        return PolicyResponse(
+            stop=False,
+            violation=_violation(
+                ViolationKind.CHUNK_TOO_LONG,
+                f"a chunk holds at most {MAX_CHUNK_ACTIONS} actions, got {len(chunk)}",
+                None,
+            ),
         )
     if not chunk:
         return PolicyResponse(

@@ -46,6 +46,7 @@ class ErrorType(enum.Enum):
     RENDER_DEVICE_UNAVAILABLE = "render_device_unavailable"  # no Vulkan device the renderer can use
     NATIVE_RUNTIME = "native_runtime"
     WORKER_LOST = "worker_lost"
+    POLICY_SETUP = "policy_setup"  # the policy could not be reached or loaded before its first call
     EVALUATOR = "evaluator"  # a fault of RSI itself: never the policy's
 
     @property
@@ -68,6 +69,7 @@ _INFRASTRUCTURE = frozenset(
         ErrorType.RENDER_DEVICE_UNAVAILABLE,
         ErrorType.NATIVE_RUNTIME,
         ErrorType.WORKER_LOST,
+        ErrorType.POLICY_SETUP,
         ErrorType.EVALUATOR,
     }
 )

@@ -8,6 +8,8 @@ A behaviour is a function of (decoded request, call number) that returns one of:
   Text("...")                          a text reply instead of the protocol's
   Close()                              close the connection without answering
   Status(500)                          an HTTP error (HTTP server only)
+  Trickle(reply, seconds)              the reply (or scripted content) one byte at a time, a pause between
+  Completion({...})                    this chat completion object as it is (chat server only)
 Every server records the raw bytes it receives and counts its requests.
 """
 
@@ -44,6 +46,17 @@ class Close:
 @dataclass(frozen=True)
 class Status:
     code: int
+
+
+@dataclass(frozen=True)
+class Trickle:
+    reply: object
+    seconds_per_byte: float
+
+
+@dataclass(frozen=True)
+class Completion:
+    completion: dict
 
 
 def zero_chunk(width: int = 4, length: int = 5) -> dict:
@@ -89,12 +102,21 @@ class _NoDelayHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def send_body(self, code: int, data: bytes, content_type: str) -> None:
+    def send_body(self, code: int, data: bytes, content_type: str, seconds_per_byte: float = 0.0) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if not seconds_per_byte:
+            self.wfile.write(data)
+            return
+        for byte in data:  # a server that never stops sending, never finishes either
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:
+                return  # the client gave up
+            time.sleep(seconds_per_byte)
 
 
 class _HttpServer(_Recorder):
@@ -137,7 +159,9 @@ class HttpPolicyServer(_HttpServer):
                 if isinstance(reply, Sleep):
                     time.sleep(reply.seconds)
                     reply = zero_chunk()
-                if isinstance(reply, Status):
+                if isinstance(reply, Trickle):
+                    self.send_body(200, json.dumps(reply.reply).encode(), "application/json", reply.seconds_per_byte)
+                elif isinstance(reply, Status):
                     self.send_body(reply.code, b"internal error", "text/plain")
                 elif isinstance(reply, Text):
                     self.send_body(200, reply.text.encode(), "text/plain")
@@ -192,9 +216,15 @@ class ChatServer(_HttpServer):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 _, content = recorder.record(body, json.loads(body))
+                delay = 0.0
+                if isinstance(content, Trickle):
+                    content, delay = content.reply, content.seconds_per_byte
                 if isinstance(content, Sleep):
                     time.sleep(content.seconds)
                     content = json.dumps(zero_chunk())
+                if isinstance(content, Completion):
+                    self.send_body(200, json.dumps(content.completion).encode(), "application/json")
+                    return
                 data = json.dumps(
                     {
                         "id": f"chatcmpl-{recorder.count}",
@@ -210,6 +240,6 @@ class ChatServer(_HttpServer):
                         },
                     }
                 ).encode()
-                self.send_body(200, data, "application/json")
+                self.send_body(200, data, "application/json", delay)
 
         self.base_url = f"http://127.0.0.1:{self._serve(Handler)}/v1"

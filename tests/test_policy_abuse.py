@@ -1,0 +1,219 @@
+"""Policy transports under abuse, against real servers that misbehave on purpose (issue "Records that
+cannot lie, and inputs that cannot hurt", points 7, 8 and 9): one wall-clock deadline per call, capped
+replies, typed errors everywhere, and nothing an evaluator fault could erase."""
+
+import json
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from evaluator.models import Policy
+from evaluator.policies.base import PolicySetupFailure
+from evaluator.policies.calls import MAX_REPLY_BYTES
+from evaluator.policies.chat import parse_action_json
+from evaluator.protocol.actions import MAX_CHUNK_ACTIONS
+from evaluator.services import policy_for
+from tests.servers.policies import (
+    ChatServer,
+    Completion,
+    HttpPolicyServer,
+    OpenPiServer,
+    Sleep,
+    Trickle,
+    always,
+    zero_chunk,
+)
+
+ACTION = json.dumps(zero_chunk())
+
+
+@pytest.fixture
+def servers():
+    started = []
+    yield lambda server: started.append(server) or server
+    for server in started:
+        server.stop()
+
+
+def _run(run_cell, spec, **options):
+    policy_for(spec)
+    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
+
+
+def _timed(run_cell, spec, **options):
+    started = time.monotonic()
+    attempt = _run(run_cell, spec, **options)
+    return attempt, time.monotonic() - started
+
+
+# 7. Deadlines per call, not per read.
+
+
+def test_an_http_server_trickling_its_reply_times_out_at_the_calls_deadline(run_cell, servers):
+    server = servers(HttpPolicyServer(always(Trickle(zero_chunk(), 0.2))))  # a byte every 0.2 s: ~20 s
+    attempt, wall = _timed(run_cell, f"{server.url}?timeout_s=1.5")
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("policy_error", "policy_timeout", 1)
+    latency = attempt.decisions.get().latency_ms
+    assert 1400 <= latency <= 2500  # the policy's time: the deadline, not a read timeout renewed per byte
+    assert wall < 15
+
+
+def test_a_chat_endpoint_trickling_its_reply_times_out_at_the_calls_deadline(run_cell, servers):
+    server = servers(ChatServer(always(Trickle(ACTION, 0.2))))
+    attempt, _ = _timed(run_cell, f"openai+{server.base_url}?model=m&timeout_s=1.5")
+    assert (attempt.error_type, attempt.policy_calls) == ("policy_timeout", 1)
+    assert attempt.decisions.get().latency_ms <= 2500
+
+
+def test_one_deadline_covers_every_request_of_an_agent_method(run_cell, servers):
+    server = servers(ChatServer(always(Sleep(0.9))))
+    spec = f"openai+{server.base_url}?model=m&composition=analyze,act&timeout_s=1.5"
+    attempt = _run(run_cell, spec, interaction_mode="agent_method")
+    # analyze takes 0.9 s; act gets only what is left of the call's 1.5 s, and takes 0.9 s too.
+    assert attempt.error_type == "policy_timeout" and attempt.decisions.get().latency_ms <= 2500
+
+
+def test_an_openpi_timeout_is_charged_no_close_handshake(run_cell, servers):
+    server = servers(OpenPiServer(always(Sleep(5))))
+    attempt, wall = _timed(run_cell, f"openpi+{server.uri}?timeout_s=1")
+    assert (attempt.error_type, attempt.policy_calls) == ("policy_timeout", 1)
+    assert attempt.decisions.get().latency_ms <= 1600
+    assert wall < 10
+
+
+# 8. Reply size caps.
+
+
+def test_an_http_reply_over_the_byte_cap_is_malformed_output_and_not_stored_whole(run_cell, servers, media_root):
+    huge = {"actions": [[0.0] * 4] * 200_000}  # about 3.6 MB of JSON
+    server = servers(HttpPolicyServer(always(huge)))
+    attempt = _run(run_cell, server.url)
+    assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
+    decision = attempt.decisions.get()
+    assert f"larger than {MAX_REPLY_BYTES} bytes" in decision.violation["message"]
+    assert (media_root / attempt.evidence_dir / "decisions.jsonl").stat().st_size < 10_000
+
+
+def test_a_chunk_of_too_many_actions_is_malformed_output_with_a_bounded_excerpt(run_cell, servers, media_root):
+    long_chunk = {"actions": [[0.0, 0.0, 0.0, 0.0]] * (MAX_CHUNK_ACTIONS * 5)}  # under the byte cap
+    assert len(json.dumps(long_chunk)) < MAX_REPLY_BYTES
+    server = servers(HttpPolicyServer(always(long_chunk)))
+    attempt = _run(run_cell, server.url)
+    assert (attempt.error_type, attempt.environment_steps) == ("malformed_output", 0)
+    decision = attempt.decisions.get()
+    assert decision.violation["kind"] == "chunk_too_long"
+    assert (
+        decision.response["rsi_size"] == len(json.dumps(long_chunk)) and len(decision.response["rsi_excerpt"]) == 65536
+    )
+
+
+def test_a_longer_chunk_within_the_cap_still_executes_its_permitted_prefix(run_cell, servers):
+    server = servers(HttpPolicyServer(always({"actions": [[0.0] * 4] * 50})))  # openpi-style horizons
+    attempt = _run(run_cell, server.url, budget_mode="decisions", max_policy_calls=2)
+    assert (attempt.outcome, attempt.environment_steps) == ("task_failure", 10)
+
+
+def test_an_openpi_reply_over_the_byte_cap_is_malformed_output(run_cell, servers):
+    server = servers(OpenPiServer(always({"actions": np.zeros((100_000, 4), dtype=np.float32)})))  # 1.6 MB
+    attempt = _run(run_cell, f"openpi+{server.uri}")
+    assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
+
+
+# 9. Typed errors everywhere.
+
+
+def _completion(content, usage=None):
+    return Completion(
+        {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+            **({"usage": usage} if usage is not None else {}),
+        }
+    )
+
+
+def test_chat_content_given_as_text_parts_is_read(run_cell, servers):
+    parts = [{"type": "text", "text": "```json\n"}, {"type": "text", "text": ACTION + "\n```"}]
+    server = servers(ChatServer(always(_completion(parts, {"prompt_tokens": 10, "completion_tokens": 2}))))
+    attempt = _run(run_cell, f"openai+{server.base_url}?model=m", budget_mode="decisions", max_policy_calls=2)
+    assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("task_failure", 10, 2)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        _completion(ACTION, usage="12 tokens"),
+        _completion([{"type": "image_url", "image_url": {"url": "data:,"}}]),
+        _completion(42),
+        Completion({"choices": "none"}),
+    ],
+    ids=["usage as a string", "a non-text part", "a number", "no choices list"],
+)
+def test_odd_chat_completions_are_malformed_output_not_an_evaluator_fault(run_cell, servers, completion):
+    server = servers(ChatServer(always(completion)))
+    attempt = _run(run_cell, f"openai+{server.base_url}?model=m")
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("policy_error", "malformed_output", 1)
+
+
+def test_chat_parsing_takes_the_first_whole_json_object():
+    answer = 'Thinking {"x": 1 is not JSON. Answer: {"actions": [[0, 0, 0, 0]]} then {"stop": true}'
+    assert parse_action_json(answer) == {"actions": [[0, 0, 0, 0]]}
+    fenced = 'Plan {"a": 1}\n```json\n{"stop": true}\n```'
+    assert parse_action_json(fenced) == {"stop": True}  # a fenced block is the answer
+
+
+def test_an_evaluator_fault_keeps_what_was_recorded(run_cell, register_policy, media_root):
+    from evaluator.policies.base import Policy as PolicyBase
+    from evaluator.policies.base import PolicyReply
+
+    class FaultAtThirdCall(PolicyBase):  # an in-process program is RSI's own code: its crash is RSI's fault
+        def start_episode(self, start):
+            self.calls = 0
+
+        def act(self, message):
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("a bug in RSI")
+            return PolicyReply({"actions": [[0.0] * 4] * 5})
+
+    register_policy("faulty", FaultAtThirdCall)
+    with pytest.raises(RuntimeError, match="a bug in RSI"):
+        run_cell(policy="faulty")
+    from evaluator.models import Attempt
+
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "evaluator")
+    assert (attempt.policy_calls, attempt.environment_steps, attempt.action_decisions) == (2, 10, 2)
+    assert "RuntimeError: a bug in RSI" in attempt.error_detail
+
+
+@pytest.mark.parametrize("content", [b"\x00random bytes", b"pickle"], ids=["random bytes", "a state_dict"])
+def test_a_torchscript_file_that_does_not_load_is_refused_at_launch(run_cell, tmp_path, content):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    path = tmp_path / "model.pt"
+    if content == b"pickle":
+        torch.save(torch.nn.Linear(2, 2).state_dict(), str(path))
+    else:
+        path.write_bytes(content)
+    with pytest.raises(PolicySetupFailure, match="does not load"):
+        _run(run_cell, f"torchscript:{path}")
+
+
+def test_a_torchscript_module_on_a_missing_cuda_device_is_refused_at_launch(run_cell, tmp_path):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    path = tmp_path / "zeros.pt"
+    torch.jit.script(torch.nn.Identity()).save(str(path))
+    with pytest.raises(PolicySetupFailure, match="does not load"):
+        _run(run_cell, f"torchscript:{path}?device=cuda")
+
+
+def test_an_unreachable_policy_server_is_a_setup_error_before_any_call(run_cell):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once it is closed
+    attempt = _run(run_cell, f"http://127.0.0.1:{port}/act")
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "policy_setup")
+    assert attempt.policy_calls == 0 and "cannot be reached" in attempt.error_detail
