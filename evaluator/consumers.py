@@ -9,6 +9,7 @@ most and never slows the rollout.
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 
 from channels.db import database_sync_to_async
@@ -18,6 +19,8 @@ from django.core.exceptions import PermissionDenied
 from evaluator.live import group_name, hub
 from evaluator.models import Attempt
 from evaluator.protocol.errors import ProtocolError
+
+MAX_MESSAGE_CHARS = 10_000
 
 
 @database_sync_to_async
@@ -64,6 +67,25 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Viewers send small JSON objects; anything else gets a typed refusal and changes nothing."""
+        if text_data is None or len(text_data) > MAX_MESSAGE_CHARS:
+            await self.refuse(None, "MalformedMessage", f"send JSON objects of at most {MAX_MESSAGE_CHARS} characters")
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            content = None
+        if not isinstance(content, dict):
+            await self.refuse(None, "MalformedMessage", "a message is a JSON object")
+            return
+        await self.receive_json(content)
+
+    async def refuse(self, kind, error: str, reason: str) -> None:
+        await self.send_json(
+            {"type": "refused", "kind": str(kind)[:40] if kind else None, "error": error, "reason": reason}
+        )
+
     async def receive_json(self, content, **kwargs):
         if content.get("type") == "ack":
             self.awaiting_ack = False
@@ -73,11 +95,11 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
                 event = await _intervene(self.scope["user"], self.attempt_id, content)
             except (ProtocolError, PermissionDenied, Attempt.DoesNotExist) as exc:
                 # A typed refusal: nothing changed.
-                await self.send_json(
-                    {"type": "refused", "kind": content.get("kind"), "error": type(exc).__name__, "reason": str(exc)}
-                )
+                await self.refuse(content.get("kind"), type(exc).__name__, str(exc)[:500])
             else:
                 await self.send_json({"type": "accepted", "event": event})
+        else:
+            await self.refuse(content.get("type"), "MalformedMessage", 'a message has "type": "ack" or "intervene"')
 
     async def live_event(self, message):
         await self.send_json({"type": "event", "event": message["event"]})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import os
 import threading
 import time
 from collections import deque
@@ -53,17 +54,25 @@ class LiveFrame:
             return self._jpeg
 
 
+def max_hold_s() -> float:
+    """RSI_MAX_PAUSE_S: how long a pause, or a take-over with no human action, may hold an attempt
+    (and its executor slot) before the attempt stops as human_stop. Default 600 s."""
+    return float(os.environ.get("RSI_MAX_PAUSE_S", "600"))
+
+
 class AttemptControl:
     """Pause, take-over and stop requests of one running attempt, checked between decisions."""
 
-    def __init__(self, on_change):
+    def __init__(self, on_change, max_hold: float | None = None):
         self.condition = threading.Condition()
         self.paused = self.taken_over = self.stopping = False
         self.human_actions: deque = deque()
         self.on_change = on_change
+        self.max_hold = max_hold_s() if max_hold is None else max_hold
 
     def checkpoint(self) -> Directive | None:
         with self.condition:
+            held_since = time.monotonic()
             while True:
                 if self.stopping:
                     return Directive(stop=True)
@@ -71,7 +80,12 @@ class AttemptControl:
                     return Directive(actions=[self.human_actions.popleft()])
                 if not (self.paused or self.taken_over):
                     return None
-                self.condition.wait(timeout=0.5)
+                if time.monotonic() - held_since > self.max_hold:
+                    # A forgotten pause must not hold the executor slot for ever.
+                    self.stopping = True
+                    self.on_change({"kind": "hold_expired", "max_hold_s": self.max_hold})
+                    return Directive(stop=True)
+                self.condition.wait(timeout=min(0.5, self.max_hold))
 
     def rejected(self, message: str) -> None:
         self.on_change({"kind": "human_action_rejected", "message": message})

@@ -25,11 +25,11 @@ def ranged_file_response(request: HttpRequest, path: Path) -> HttpResponse:
         response = FileResponse(path.open("rb"), content_type=content_type)
         response["Accept-Ranges"] = "bytes"
         return response
-    first, last = match.groups()
-    if first == "":  # a suffix: the last N bytes
-        start, end = max(0, size - int(last)), size - 1
+    first, last = (_position(g) for g in match.groups())
+    if first is None:  # a suffix: the last N bytes
+        start, end = max(0, size - last), size - 1
     else:
-        start, end = int(first), min(int(last), size - 1) if last else size - 1
+        start, end = first, min(last, size - 1) if last is not None else size - 1
     if start >= size or start > end:
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
@@ -41,6 +41,14 @@ def ranged_file_response(request: HttpRequest, path: Path) -> HttpResponse:
     response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Accept-Ranges"] = "bytes"
     return response
+
+
+def _position(digits: str) -> int | None:
+    """A byte position of a Range header; one of more than 18 digits lies past any file (and past
+    Python's limit on converting long digit strings)."""
+    if not digits:
+        return None
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def exact_frame_png(video: Path, number: int, fps: float) -> bytes:

@@ -197,10 +197,15 @@ INTERVENTIONS = ("pause", "resume", "take_over", "release", "stop", "annotate", 
 WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
 
 
-def check_intervene(user, attempt: Attempt, kind: str):
+MAX_NOTE_CHARS = 2000
+
+
+def check_intervene(user, attempt: Attempt, kind: str, note: str = ""):
     check_can(user, "intervene_attempt")
     if kind not in INTERVENTIONS:
-        raise InterventionRefused(f"unknown intervention {kind!r}; one of {', '.join(INTERVENTIONS)}")
+        raise InterventionRefused(f"unknown intervention {kind[:40]!r}; one of {', '.join(INTERVENTIONS)}")
+    if len(note) > MAX_NOTE_CHARS:
+        raise InterventionRefused(f"a note holds at most {MAX_NOTE_CHARS} characters, got {len(note)}")
     control = hub.control(attempt.pk)
     if attempt.status != Attempt.Status.RUNNING or control is None:
         raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running here")
@@ -212,11 +217,11 @@ def check_intervene(user, attempt: Attempt, kind: str):
 def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list | None = None) -> dict:
     """Record the intervention, withdraw autonomy at once where it changes the policy, then act."""
     attempt = Attempt.objects.get(pk=attempt_id)
-    control = check_intervene(user, attempt, kind)
+    control = check_intervene(user, attempt, kind, note)
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
     if kind != "action":
         with transaction.atomic():
-            Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note[:2000])
+            Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note)
             if kind in WITHDRAWS_AUTONOMY:
                 Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
     control.apply(kind, action)

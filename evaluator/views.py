@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
@@ -190,8 +191,8 @@ def rerun_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     _require(request, "view_campaign")
-    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=request.GET.get("a") or 0)
-    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=request.GET.get("b") or 0)
+    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=_id_param(request, "a") or 0)
+    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=_id_param(request, "b") or 0)
     cells_a, cells_b = campaign_cells(a), campaign_cells(b)
     by_key_b = {(c.task.name, c.seed): c for c in cells_b}
     rows = [(c, by_key_b.get((c.task.name, c.seed))) for c in cells_a]
@@ -227,15 +228,31 @@ def _search(request: HttpRequest):
         "since": "created_at__date__gte",
         "until": "created_at__date__lte",
     }
+    for key in ("since", "until"):
+        if params[key]:
+            try:
+                datetime.date.fromisoformat(params[key])
+            except ValueError:
+                raise BadRequest(f"{key} must be a date, YYYY-MM-DD") from None
     for key, lookup in lookups.items():
         if params[key]:
             queryset = queryset.filter(**{lookup: params[key]})
     if params["autonomous"] in ("yes", "no"):
         queryset = queryset.filter(autonomous=params["autonomous"] == "yes")
-    campaign_id = request.GET.get("campaign")
-    if campaign_id:
+    campaign_id = _id_param(request, "campaign")
+    if campaign_id is not None:
         queryset = queryset.filter(campaign_id=campaign_id)
     return params, queryset
+
+
+def _id_param(request: HttpRequest, name: str) -> int | None:
+    """A record id from the query string, or a 400 that says what it must be."""
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest(f"{name} must be a record id (a whole number)")
+    return int(raw)
 
 
 EXPORT_COLUMNS = (

@@ -14,15 +14,15 @@ recover_at_startup()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from rsi_site.origins import ExactOriginValidator  # noqa: E402
 from rsi_site.routing import websocket_urlpatterns  # noqa: E402
+from rsi_site.static import StaticFilesHandler  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # The embedded default serves its own static files; no separate web server needed.
-        "http": ASGIStaticFilesHandler(django_asgi_app),
+        "http": StaticFilesHandler(django_asgi_app),
         "websocket": ExactOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -122,3 +122,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "evaluator:campaigns"
 LOGOUT_REDIRECT_URL = "login"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"no_traceback_below_500": {"()": "rsi_site.logs.NoTracebackBelow500"}},
+    "loggers": {"django.request": {"filters": ["no_traceback_below_500"]}},
+}

@@ -321,3 +321,25 @@ def test_a_viewer_that_stops_reading_does_not_slow_the_rollout_or_grow_memory(se
     assert steps == list(range(51))  # the small events all came
     assert len(pictures) == 1  # never acknowledged: one picture held, 50 newer ones replaced, none queued
     assert took < 2 * alone + 1.0  # generous: the rollout never waits for a viewer
+
+
+def test_a_forgotten_pause_stops_the_attempt_after_the_maximum_hold():
+    # "A pause has a documented maximum, after which the attempt stops as human_stop."
+    from evaluator.live import AttemptControl
+
+    events = []
+    control = AttemptControl(events.append, max_hold=0.3)
+    control.apply("pause")
+    started = time.monotonic()
+    assert control.checkpoint().stop
+    assert 0.3 <= time.monotonic() - started < 3
+    assert events == [{"kind": "hold_expired", "max_hold_s": 0.3}]
+
+
+def test_a_note_longer_than_the_stored_limit_is_refused_not_echoed(setup):
+    from evaluator.services import InterventionRefused, check_intervene
+
+    attempt = _pending()
+    user, _ = _user("ivan", "watcher", "intervener")
+    with pytest.raises(InterventionRefused, match="a note holds at most 2000 characters, got 2001"):
+        check_intervene(user, attempt, "annotate", "n" * 2001)

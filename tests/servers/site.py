@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
@@ -111,7 +112,11 @@ class Session:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
         page = self.opener.open(base + "/accounts/login/", timeout=30).read().decode()
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        self.post("/accounts/login/", {"username": user, "password": password, "csrfmiddlewaretoken": token})
+        try:
+            self.post("/accounts/login/", {"username": user, "password": password, "csrfmiddlewaretoken": token})
+        except urllib.error.HTTPError as error:  # logged in, but a user without a role may not see the home page
+            if error.code != 403:
+                raise
 
     def post(self, path: str, fields: dict | None = None) -> str:
         csrf = next(c.value for c in self.cookies if c.name == "csrftoken")
