@@ -36,7 +36,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from evaluator.models import Attempt, Policy  # noqa: E402
+from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
 from evaluator.services import do_launch_campaign, do_run_attempt  # noqa: E402
 
@@ -62,7 +62,6 @@ def populate(total: int) -> list[int]:
                     task=template.task,
                     cell_index=i,
                     seed=c,
-                    status="finished",
                     outcome=outcome,
                     error_type={"policy_error": "policy_timeout", "infrastructure_error": "render"}.get(outcome, ""),
                     success=outcome == "success",
@@ -74,7 +73,18 @@ def populate(total: int) -> list[int]:
                     termination_reason="evaluation_horizon",
                 )
             )
-        Attempt.objects.bulk_create(rows, batch_size=1000)
+        # Synthetic attempts finish as runs do: created pending, finished once their manifest is recorded.
+        created = Attempt.objects.bulk_create(rows, batch_size=1000)
+        Artifact.objects.bulk_create(
+            [
+                Artifact(
+                    attempt=a, kind="manifest", path=f"attempts/bench-{a.pk}/manifest.json", sha256="0" * 64, size=2
+                )
+                for a in created
+            ],
+            batch_size=1000,
+        )
+        Attempt.objects.filter(pk__in=[a.pk for a in created]).update(status="finished")
         campaigns.append(campaign.pk)
     return campaigns
 

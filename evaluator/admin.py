@@ -33,8 +33,21 @@ class ArtifactInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Evidence and what produced it are written by RSI alone: the admin shows them and changes nothing."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(models.ProtocolIdentity)
-class ProtocolIdentityAdmin(admin.ModelAdmin):
+class ProtocolIdentityAdmin(ViewOnlyAdmin):
     list_display = ("protocol_id", "benchmark", "created_at")
     list_filter = ("benchmark",)
     search_fields = ("protocol_id",)
@@ -48,14 +61,14 @@ class TaskInline(ReadOnlyInline):
 
 
 @admin.register(models.Benchmark)
-class BenchmarkAdmin(admin.ModelAdmin):
+class BenchmarkAdmin(ViewOnlyAdmin):
     list_display = ("name", "title", "catalog_file", "catalog_sha256", "loaded_at")
     readonly_fields = ("name", "title", "catalog_file", "catalog_sha256", "upstream", "loaded_at")
     inlines = [TaskInline]
 
 
 @admin.register(models.Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(ViewOnlyAdmin):
     list_display = ("name", "benchmark", "env_id", "native_horizon", "robot", "camera", "in_catalog")
     list_filter = ("benchmark", "robot", "in_catalog")
     search_fields = ("name", "env_id")
@@ -67,11 +80,26 @@ class PolicyAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "spec", "identity", "created_at")
     list_filter = ("kind",)
     search_fields = ("name", "spec", "identity")
-    readonly_fields = ("identity", "created_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        # Once a campaign's plan names it, what it is cannot change (only its description).
+        if obj is not None and obj.is_referenced():
+            return [f.name for f in models.Policy._meta.fields if f.name != "description"]
+        return ("identity", "created_at")
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return obj is None or not obj.is_referenced()
 
 
 @admin.register(models.Campaign)
 class CampaignAdmin(admin.ModelAdmin):
+    # Campaigns are launched from the form or `manage.py evaluate`, which check the plan.
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
     list_display = ("name", "benchmark", "protocol", "policy", "mode", "seed", "created_at")
     list_filter = ("benchmark", "mode")
     search_fields = ("name", "protocol__protocol_id")
@@ -84,7 +112,7 @@ class CampaignAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Attempt)
-class AttemptAdmin(admin.ModelAdmin):
+class AttemptAdmin(ViewOnlyAdmin):
     list_display = (
         "id",
         "campaign",
@@ -102,40 +130,30 @@ class AttemptAdmin(admin.ModelAdmin):
     search_fields = ("task__name", "campaign__name")
     inlines = [DecisionInline, InterventionInline, ArtifactInline]
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        if obj is not None and obj.is_finished:
-            return False
-        return super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        if obj is not None and obj.is_finished:
-            return False
-        return super().has_delete_permission(request, obj)
-
 
 @admin.register(models.Decision)
-class DecisionAdmin(admin.ModelAdmin):
+class DecisionAdmin(ViewOnlyAdmin):
     list_display = ("attempt", "index", "kind", "actor", "executed", "latency_ms")
     list_filter = ("kind", "actor")
     readonly_fields = [f.name for f in models.Decision._meta.fields]
 
 
 @admin.register(models.Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(ViewOnlyAdmin):
     list_display = ("attempt", "index", "decision", "native_success", "terminated", "truncated")
     list_filter = ("native_success",)
     readonly_fields = [f.name for f in models.Step._meta.fields]
 
 
 @admin.register(models.Intervention)
-class InterventionAdmin(admin.ModelAdmin):
+class InterventionAdmin(ViewOnlyAdmin):
     list_display = ("attempt", "kind", "user", "step_index", "created_at")
     list_filter = ("kind",)
     readonly_fields = [f.name for f in models.Intervention._meta.fields]
 
 
 @admin.register(models.Artifact)
-class ArtifactAdmin(admin.ModelAdmin):
+class ArtifactAdmin(ViewOnlyAdmin):
     list_display = ("attempt", "kind", "path", "size", "sha256")
     list_filter = ("kind",)
     readonly_fields = [f.name for f in models.Artifact._meta.fields]

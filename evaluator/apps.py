@@ -1,5 +1,21 @@
+from pathlib import Path
+
 from django.apps import AppConfig
+from django.conf import settings
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate, pre_migrate
+
+OWNER_ONLY_FILE, OWNER_ONLY_DIR = 0o600, 0o700
+
+
+def keep_sqlite_private(sender, connection, **kwargs) -> None:
+    """The SQLite database and its WAL files are readable by their owner only."""
+    if connection.vendor != "sqlite":
+        return
+    name = str(connection.settings_dict["NAME"])
+    for path in (Path(name), Path(name + "-wal"), Path(name + "-shm")):
+        if path.is_file() and path.stat().st_mode & 0o077:
+            path.chmod(OWNER_ONLY_FILE)
 
 
 class EvaluatorConfig(AppConfig):
@@ -11,6 +27,12 @@ class EvaluatorConfig(AppConfig):
         from evaluator.roles import ensure_roles
         from evaluator.triggers import create_triggers, drop_triggers
 
+        # Evidence is readable by its owner only: the folder is made so before anything is written.
+        media = Path(settings.MEDIA_ROOT)
+        media.mkdir(parents=True, exist_ok=True)
+        if media.stat().st_mode & 0o077:
+            media.chmod(OWNER_ONLY_DIR)
+        connection_created.connect(keep_sqlite_private)
         pre_migrate.connect(drop_triggers, sender=self)
         post_migrate.connect(create_triggers, sender=self)
         post_migrate.connect(ensure_roles, sender=self)

@@ -25,7 +25,32 @@ def _choices(enum_cls) -> list[tuple[str, str]]:
     return [(member.value, member.value.replace("_", " ")) for member in enum_cls]
 
 
-class ProtocolIdentity(models.Model):
+class FrozenWhenReferenced(models.Model):
+    """A row that a frozen plan points to (a task, a policy, a protocol identity): once referenced,
+    what it says cannot change, here and in the database (evaluator/triggers.py)."""
+
+    FROZEN_FIELDS: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    def is_referenced(self) -> bool:
+        raise NotImplementedError
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and self.is_referenced():
+            stored = type(self).objects.filter(pk=self.pk).values(*self.FROZEN_FIELDS).first() or {}
+            changed = [f for f in self.FROZEN_FIELDS if f in stored and stored[f] != getattr(self, f)]
+            if changed:
+                raise RecordImmutable(
+                    f"{self._meta.verbose_name} {self.pk} is part of a frozen plan ({', '.join(changed)})"
+                )
+        super().save(*args, **kwargs)
+
+
+class ProtocolIdentity(FrozenWhenReferenced):
+    FROZEN_FIELDS = ("protocol_id", "benchmark", "configuration")
+
     protocol_id = models.CharField(max_length=255, unique=True)
     benchmark = models.CharField(max_length=64)
     configuration = models.JSONField(help_text="The configuration the identity names.")
@@ -37,6 +62,9 @@ class ProtocolIdentity(models.Model):
 
     def __str__(self) -> str:
         return self.protocol_id
+
+    def is_referenced(self) -> bool:
+        return self.campaigns.exists()
 
 
 class Benchmark(models.Model):
@@ -54,7 +82,22 @@ class Benchmark(models.Model):
         return self.name
 
 
-class Task(models.Model):
+class Task(FrozenWhenReferenced):
+    # What an attempt ran; a catalog may still reorder tasks or drop them (position, in_catalog).
+    FROZEN_FIELDS = (
+        "benchmark_id",
+        "name",
+        "env_id",
+        "native_horizon",
+        "instruction",
+        "robot",
+        "camera",
+        "rgb_shape",
+        "control_hz",
+        "controller",
+        "details",
+    )
+
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="tasks")
     name = models.CharField(max_length=200)
     position = models.PositiveIntegerField(help_text="Order in the catalog.")
@@ -76,8 +119,13 @@ class Task(models.Model):
     def __str__(self) -> str:
         return f"{self.benchmark.name}/{self.name}"
 
+    def is_referenced(self) -> bool:
+        return self.attempts.exists()
 
-class Policy(models.Model):
+
+class Policy(FrozenWhenReferenced):
+    FROZEN_FIELDS = ("name", "kind", "spec", "settings", "identity")
+
     class Kind(models.TextChoices):
         FIXED_PROGRAM = "fixed_program", "fixed program"
         SCRIPTED_HARNESS_CHECK = "scripted_harness_check", "scripted harness check"
@@ -98,10 +146,16 @@ class Policy(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def save(self, *args, **kwargs):
-        # The same declared settings give the same identity; any change gives another.
+    def is_referenced(self) -> bool:
+        return self.campaigns.exists()
+
+    def computed_identity(self) -> str:
+        """The same declared settings give the same identity; any change gives another."""
         canonical = json.dumps([self.kind, self.spec, self.settings], sort_keys=True, separators=(",", ":"))
-        self.identity = hashlib.sha256(canonical.encode()).hexdigest()
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def save(self, *args, **kwargs):
+        self.identity = self.computed_identity()
         super().save(*args, **kwargs)
 
 
@@ -240,6 +294,8 @@ class Attempt(models.Model):
         return Attempt.objects.filter(pk=self.pk).values_list("status", flat=True).first()
 
     def save(self, *args, **kwargs):
+        if self.pk is None and self.status != self.Status.PENDING:
+            raise RecordImmutable("an attempt is created pending: only its run finishes it")
         if self._stored_status() == self.Status.FINISHED:
             raise RecordImmutable(f"attempt {self.pk} is finished and cannot be changed")
         super().save(*args, **kwargs)

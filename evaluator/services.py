@@ -7,7 +7,6 @@ and happens once. A failed attempt stays as it is; a re-run is a new attempt.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.metadata
 import secrets
 import subprocess
@@ -40,7 +39,7 @@ from evaluator.models import (
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
 from evaluator.policies.builtin import BUILTIN_POLICIES
-from evaluator.policies.specs import build_policy, default_kind, parse_policy_spec
+from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_kind, is_policy_spec, parse_policy_spec
 from evaluator.protocol.actions import action_contract
 from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.budgets import resolve_budget
@@ -296,16 +295,26 @@ def _package_versions(names) -> dict:
 
 
 def policy_for(name_or_spec: str) -> Policy:
-    """A registered policy by name, or the record of a spec string (made once, then reused)."""
-    existing = Policy.objects.filter(name=name_or_spec).first()
-    if existing is not None:
+    """A registered policy by name; or the record of a spec string, found by its identity: the spec,
+    its settings and, for a TorchScript module, the sha256 of the file as it is now, hashed at every
+    launch (new weights are a new policy, never pooled with the old)."""
+    if not is_policy_spec(name_or_spec):
+        existing = Policy.objects.filter(name=name_or_spec).first()
+        if existing is None:
+            raise InvalidPolicySpec(f"no registered policy {name_or_spec[:100]!r} and not a spec string")
         return existing
     _, _, settings = parse_policy_spec(name_or_spec)
-    policy, _ = Policy.objects.get_or_create(
-        name=name_or_spec[:100] if len(name_or_spec) <= 100 else hashlib.sha256(name_or_spec.encode()).hexdigest(),
-        defaults={"kind": default_kind(name_or_spec), "spec": name_or_spec, "settings": settings},
-    )
-    return policy
+    candidate = Policy(kind=default_kind(name_or_spec), spec=name_or_spec, settings=settings)
+    identity = candidate.computed_identity()
+    existing = Policy.objects.filter(identity=identity).first()
+    if existing is not None:
+        return existing
+    name = name_or_spec
+    if len(name) > 100 or Policy.objects.filter(name=name).exists():
+        name = f"{name_or_spec[:80]}#{identity[:12]}"
+    candidate.name = name
+    candidate.save()
+    return candidate
 
 
 class AttemptRecorder:

@@ -98,8 +98,116 @@ POSTGRES_DROP = [f"DROP TRIGGER IF EXISTS {table}_finished_immutable ON {table}"
     "DROP FUNCTION IF EXISTS evaluator_refuse_finished_attempt()",
 ]
 
+# Rows a frozen plan points to: their columns that say what ran, and when they count as referenced
+# (None: always, for a campaign's plan).
+FROZEN = {
+    "evaluator_campaign": (
+        (
+            "benchmark_id",
+            "task_names",
+            "reset_selection",
+            "seed",
+            "policy_id",
+            "protocol_id",
+            "protocol_config",
+            "mode",
+            "provenance",
+        ),
+        None,
+    ),
+    "evaluator_task": (
+        (
+            "benchmark_id",
+            "name",
+            "env_id",
+            "native_horizon",
+            "instruction",
+            "robot",
+            "camera",
+            "rgb_shape",
+            "control_hz",
+            "controller",
+            "details",
+        ),
+        "SELECT 1 FROM evaluator_attempt WHERE task_id = OLD.id",
+    ),
+    "evaluator_policy": (
+        ("name", "kind", "spec", "settings", "identity"),
+        "SELECT 1 FROM evaluator_campaign WHERE policy_id = OLD.id",
+    ),
+    "evaluator_protocolidentity": (
+        ("protocol_id", "benchmark", "configuration"),
+        "SELECT 1 FROM evaluator_campaign WHERE protocol_id = OLD.id",
+    ),
+}
+FROZEN_MESSAGE = "part of a frozen plan: immutable"
+# Only a run creates and finishes evidence: an attempt starts pending, and finishes with its manifest.
+SQLITE_CREATE += [
+    """CREATE TRIGGER evaluator_attempt_created_pending BEFORE INSERT ON evaluator_attempt
+       FOR EACH ROW WHEN NEW.status != 'pending'
+       BEGIN SELECT RAISE(ABORT, 'an attempt is created pending: only its run finishes it'); END""",
+    """CREATE TRIGGER evaluator_attempt_finished_with_manifest BEFORE UPDATE ON evaluator_attempt
+       FOR EACH ROW WHEN NEW.status = 'finished' AND OLD.status != 'finished' AND NOT EXISTS (
+         SELECT 1 FROM evaluator_artifact WHERE attempt_id = NEW.id AND kind = 'manifest')
+       BEGIN SELECT RAISE(ABORT, 'a finished attempt has its evidence manifest'); END""",
+] + [
+    f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE ON {table}
+        FOR EACH ROW WHEN ({" OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in columns)}){
+        f" AND EXISTS ({referenced})" if referenced else ""
+    }
+        BEGIN SELECT RAISE(ABORT, '{table} row {FROZEN_MESSAGE}'); END"""
+    for table, (columns, referenced) in FROZEN.items()
+]
+SQLITE_DROP += [
+    "DROP TRIGGER IF EXISTS evaluator_attempt_created_pending",
+    "DROP TRIGGER IF EXISTS evaluator_attempt_finished_with_manifest",
+] + [f"DROP TRIGGER IF EXISTS {table}_frozen" for table in FROZEN]
+POSTGRES_CREATE += [
+    """CREATE FUNCTION evaluator_attempt_from_its_run() RETURNS trigger AS $$
+       BEGIN
+         IF TG_OP = 'INSERT' AND NEW.status != 'pending' THEN
+           RAISE EXCEPTION 'an attempt is created pending: only its run finishes it'
+             USING ERRCODE = 'integrity_constraint_violation';
+         END IF;
+         IF TG_OP = 'UPDATE' AND NEW.status = 'finished' AND OLD.status != 'finished' AND NOT EXISTS (
+             SELECT 1 FROM evaluator_artifact WHERE attempt_id = NEW.id AND kind = 'manifest') THEN
+           RAISE EXCEPTION 'a finished attempt has its evidence manifest'
+             USING ERRCODE = 'integrity_constraint_violation';
+         END IF;
+         RETURN NEW;
+       END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER evaluator_attempt_from_its_run BEFORE INSERT OR UPDATE ON evaluator_attempt
+       FOR EACH ROW EXECUTE FUNCTION evaluator_attempt_from_its_run()""",
+] + [
+    statement
+    for table, (columns, referenced) in FROZEN.items()
+    for statement in (
+        f"""CREATE FUNCTION {table}_frozen() RETURNS trigger AS $$
+            BEGIN
+              IF ({" OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)}){
+            f" AND EXISTS ({referenced})" if referenced else ""
+        } THEN
+                RAISE EXCEPTION '{table} row % {
+            FROZEN_MESSAGE
+        }', OLD.id USING ERRCODE = 'integrity_constraint_violation';
+              END IF;
+              RETURN NEW;
+            END $$ LANGUAGE plpgsql""",
+        f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {table}_frozen()""",
+    )
+]
+POSTGRES_DROP += [
+    "DROP TRIGGER IF EXISTS evaluator_attempt_from_its_run ON evaluator_attempt",
+    "DROP FUNCTION IF EXISTS evaluator_attempt_from_its_run()",
+] + [
+    s
+    for table in FROZEN
+    for s in (f"DROP TRIGGER IF EXISTS {table}_frozen ON {table}", f"DROP FUNCTION IF EXISTS {table}_frozen()")
+]
+
 STATEMENTS = {"sqlite": (SQLITE_CREATE, SQLITE_DROP), "postgresql": (POSTGRES_CREATE, POSTGRES_DROP)}
-TABLES = ("evaluator_attempt",) + RECORD_TABLES
+TABLES = ("evaluator_attempt", *RECORD_TABLES, *FROZEN)
 
 
 def _run(using: str, create: bool) -> None:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("attempts/<int:attempt_id>/rerun/", views.rerun_attempt, name="rerun_attempt"),
     path("attempts/<int:attempt_id>/live/", views.live, name="live"),
     path("attempts/<int:attempt_id>/timeline.json", views.timeline, name="timeline"),
+    path("attempts/<int:attempt_id>/verify.json", views.verify, name="verify"),
     path("attempts/<int:attempt_id>/frame/<int:step>.png", views.frame, name="frame"),
     path("attempts/<int:attempt_id>/thumbnail.png", views.thumbnail, name="thumbnail"),
     path("attempts/<int:attempt_id>/files/<path:path>", views.artifact, name="artifact"),

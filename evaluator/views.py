@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+import av
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -33,6 +34,7 @@ from evaluator.services import (
     do_rerun,
     do_start_attempts,
 )
+from evaluator.verification import verify_attempt
 
 PAGE_SIZE = 50
 
@@ -394,6 +396,8 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "attempt": attempt,
             "artifacts": artifacts,
             "messages_count": attempt.artifacts.filter(kind="message").count(),
+            # Sizes on every view; hashes on demand (the verify link).
+            "verification": verify_attempt(attempt),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
         },
     )
@@ -481,7 +485,16 @@ def _frame_index(attempt: Attempt) -> dict | None:
     index = attempt.artifacts.filter(kind="frame_index").first()
     if index is None:
         return None
-    return json.loads((Path(settings.MEDIA_ROOT) / index.path).read_text())
+    try:
+        return json.loads((Path(settings.MEDIA_ROOT) / index.path).read_text())
+    except (OSError, ValueError):
+        raise Http404("evidence missing or altered: frames.json (manage.py verify-evidence)") from None
+
+
+@login_required
+def verify(request: HttpRequest, attempt_id: int) -> JsonResponse:
+    """Every evidence file of the attempt against its recorded size and sha256."""
+    return JsonResponse(verify_attempt(_attempt(request, attempt_id), hashes=True).as_dict())
 
 
 @login_required
@@ -495,7 +508,10 @@ def frame(request: HttpRequest, attempt_id: int, step: int) -> HttpResponse:
     entry = next((f for f in frames["frames"] if f["step"] == step), None)
     if entry is None:
         raise Http404(f"no frame for step {step}")
-    png = exact_frame_png(Path(settings.MEDIA_ROOT) / video.path, entry["frame"], frames["fps"])
+    try:
+        png = exact_frame_png(Path(settings.MEDIA_ROOT) / video.path, entry["frame"], frames["fps"])
+    except (OSError, av.FFmpegError, LookupError):
+        raise Http404("evidence missing or altered: video.mp4 (manage.py verify-evidence)") from None
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400"  # evidence never changes
     return response
@@ -507,7 +523,10 @@ def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     first = attempt.artifacts.filter(kind="message_image").order_by("path").first()
     if first is None:
         raise Http404("no frame yet")
-    return FileResponse((Path(settings.MEDIA_ROOT) / first.path).open("rb"), content_type="image/png")
+    try:
+        return FileResponse((Path(settings.MEDIA_ROOT) / first.path).open("rb"), content_type="image/png")
+    except OSError:
+        raise Http404("evidence missing: the first message image") from None
 
 
 @login_required
@@ -517,4 +536,7 @@ def artifact(request: HttpRequest, attempt_id: int, path: str) -> HttpResponse:
     record = get_object_or_404(Artifact, attempt=attempt, path__endswith=f"/{path}")
     if not record.path.startswith("attempts/"):
         raise PermissionDenied
-    return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)
+    try:
+        return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)
+    except FileNotFoundError:
+        raise Http404(f"evidence missing: {record.name} (manage.py verify-evidence)") from None

@@ -2,6 +2,7 @@
 
 RSI_SECRET_KEY     secret key; by default one is generated once into .rsi/secret_key
 RSI_DEBUG          "1" for Django's debug mode (default off)
+RSI_HTTPS          "1" behind TLS: secure cookies, HSTS (RSI_HSTS_SECONDS), https redirect, X-Forwarded-Proto
 RSI_ALLOWED_HOSTS  comma-separated host names (default 127.0.0.1,localhost)
 RSI_TRUSTED_ORIGINS  comma-separated exact origins trusted for CSRF and WebSockets besides the site's own
 DATABASE_URL       e.g. postgres://user:pass@host:5432/rsi (default SQLite in db.sqlite3)
@@ -45,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "evaluator",
 ]
 
@@ -56,7 +58,45 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Login throttling (django-axes): after 5 failed logins a username is locked out from that address
+# for 15 minutes. The admin can unlock early (manage.py axes_reset).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = 0.25  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+
+# Content-Security-Policy: the pages load only their own scripts, styles and media, and open
+# WebSockets only to the site itself; no inline script or style.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "media-src": ["'self'", "blob:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Behind TLS (RSI_HTTPS=1): secure cookies, HSTS, redirects to https, and the proxy's header saying
+# the original request was https (a TLS-terminating proxy must set X-Forwarded-Proto and strip it
+# from clients). `manage.py check --deploy` is clean with it.
+if os.environ.get("RSI_HTTPS", "0") == "1":
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("RSI_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = True
 
 ROOT_URLCONF = "rsi_site.urls"
 
@@ -101,8 +141,10 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"

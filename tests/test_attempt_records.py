@@ -6,10 +6,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from evaluator.models import Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
+from evaluator import triggers
+from evaluator.models import Artifact, Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
 
 
 def _finish(attempt, **fields):
+    """Finish an attempt as its run does: its manifest is recorded first."""
+    Artifact.objects.create(
+        attempt=attempt, kind="manifest", path=f"attempts/{attempt.pk}/manifest.json", sha256="0" * 64, size=2
+    )
     for key, value in {
         "status": Attempt.Status.FINISHED,
         "outcome": "task_failure",
@@ -184,7 +189,7 @@ def test_flushing_the_whole_database_keeps_the_triggers_for_what_comes_next(make
         assert not Attempt.objects.exists()
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'")
-            assert cursor.fetchone() == (3 + 4 * 3,)  # the attempt's three, three for each record table
+            assert cursor.fetchone() == (len(triggers.SQLITE_CREATE),)  # every one of them, made again
 
 
 FORGERIES = {
@@ -212,7 +217,8 @@ def test_raw_sql_cannot_replace_a_finished_attempt(make_attempt, transactional_d
     try:
         assert raw.execute("PRAGMA recursive_triggers").fetchone() == (0,)
         raw.execute("CREATE TEMP TABLE forged AS SELECT * FROM evaluator_attempt WHERE id = ?", [attempt.pk])
-        raw.execute("UPDATE forged SET outcome = 'success', success = 1")
+        # A pending row in its place: it passes the created-pending rule, so REPLACE is what is tested.
+        raw.execute("UPDATE forged SET outcome = 'success', success = 1, status = 'pending'")
         with pytest.raises(sqlite3.IntegrityError, match="immutable"):
             for statement in (statements,) if isinstance(statements, str) else statements:
                 raw.execute(statement)

@@ -37,13 +37,30 @@ def browser():
         browser.close()
 
 
+CSP_VIOLATIONS: list[str] = []
+
+
+def _watch_csp(page):
+    """Chromium reports each Content-Security-Policy violation on the console."""
+    page.on("console", lambda m: CSP_VIOLATIONS.append(m.text) if "Content Security Policy" in m.text else None)
+    return page
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations():
+    # "A Content-Security-Policy that the pages and their scripts pass."
+    CSP_VIOLATIONS.clear()
+    yield
+    assert CSP_VIOLATIONS == []
+
+
 def _shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def _login(browser, base: str, user: str):
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page = _watch_csp(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page())
     login(page, base, user, user * 2)
     return page
 
@@ -55,7 +72,7 @@ def _query(db: Path, sql: str, *args):
 
 def test_an_anonymous_visitor_is_sent_to_the_login_page(site, browser):
     base, _ = site
-    page = browser.new_page()
+    page = _watch_csp(browser.new_page())
     for path in ("/", "/campaigns/new/", "/attempts/"):
         page.goto(base + path)
         assert page.url.startswith(base + "/accounts/login/?next=")

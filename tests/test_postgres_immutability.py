@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 import django; django.setup()
 from evaluator.catalog_sync import sync_all_catalogs
-from evaluator.models import Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
+from evaluator.models import Artifact, Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
 from evaluator.protocol.identity import configure
 sync_all_catalogs()
 config = configure("simpler_env")
@@ -30,6 +30,8 @@ for index, status in enumerate(["finished", "running"]):
     attempt = Attempt.objects.create(campaign=campaign, task=task, cell_index=index, seed=1,
                                      policy_identity=policy.identity, budget={})
     Decision.objects.create(attempt=attempt, index=1, kind="actions", observation_step=0, instruction="i", response={})
+    Artifact.objects.create(attempt=attempt, kind="manifest", path=f"attempts/{index}/manifest.json", sha256="0" * 64,
+                            size=2)
     attempt.status = status
     attempt.outcome = "task_failure" if status == "finished" else ""
     attempt.save()

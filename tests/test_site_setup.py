@@ -76,6 +76,9 @@ def test_the_admin_shows_every_model(admin_client, make_attempt, model):
 
 def test_the_admin_shows_a_finished_attempt_read_only(admin_client, make_attempt):
     attempt = make_attempt()
+    models.Artifact.objects.create(
+        attempt=attempt, kind="manifest", path="attempts/x/manifest.json", sha256="0" * 64, size=2
+    )
     attempt.status = models.Attempt.Status.FINISHED
     attempt.save()
     url = reverse("admin:evaluator_attempt_change", args=[attempt.pk])

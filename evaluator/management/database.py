@@ -4,6 +4,8 @@ They say what to run instead of migrating by themselves: migrating a shared Post
 an operator's decision, not a side effect of `evaluate`.
 """
 
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
@@ -32,3 +34,11 @@ class DatabaseCommand(BaseCommand):
     def execute(self, *args, **options):
         require_migrated()
         return super().execute(*args, **options)
+
+
+def check_password_strength(password: str, user) -> None:
+    """Django's password validators (settings.AUTH_PASSWORD_VALIDATORS), as the admin runs them."""
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        raise CommandError("refused password: " + " ".join(exc.messages), returncode=2) from None

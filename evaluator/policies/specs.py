@@ -83,6 +83,23 @@ class InvalidPolicySpec(ProtocolError):
     pass
 
 
+SPEC_PREFIXES = (
+    "builtin:",
+    "torchscript:",
+    "openpi+ws://",
+    "openpi+wss://",
+    "openai+http://",
+    "openai+https://",
+    "http://",
+    "https://",
+)
+
+
+def is_policy_spec(text: str) -> bool:
+    """A spec string rather than a registered policy's name."""
+    return text.startswith(SPEC_PREFIXES)
+
+
 def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
     """(transport, target, declared settings) of a spec string."""
     if spec.startswith("builtin:"):
@@ -151,7 +168,12 @@ def build_policy(spec: str, settings: dict, config: ProtocolConfig) -> Policy:
             keys = {k: settings[k] for k in ("image_key", "prompt_key") if k in settings}
             return OpenPiPolicy(target, timeout_s=timeout, **keys)
         if transport == "torchscript":
-            return TorchScriptPolicy(target, device=settings.get("device", "cpu"), timeout_s=timeout)
+            return TorchScriptPolicy(
+                target,
+                device=settings.get("device", "cpu"),
+                timeout_s=timeout,
+                module_sha256=settings.get("module_sha256"),
+            )
         return ChatPolicy(
             target,
             model=settings["model"],

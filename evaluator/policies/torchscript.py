@@ -31,8 +31,16 @@ _CAUSES = {
 
 
 class TorchScriptPolicy(Policy):
-    def __init__(self, path: str, device: str = "cpu", timeout_s: float = 30.0, python: str = sys.executable):
+    def __init__(
+        self,
+        path: str,
+        device: str = "cpu",
+        timeout_s: float = 30.0,
+        python: str = sys.executable,
+        module_sha256: str | None = None,
+    ):
         self.path, self.device = path, device
+        self.module_sha256 = module_sha256  # the bytes the policy identity was made from
         self.spec = WorkerSpec(
             benchmark="torchscript",
             python=python,
@@ -54,6 +62,13 @@ class TorchScriptPolicy(Policy):
             self.host = None
             detail = failure.stderr_tail.strip().splitlines()[-1:] or [str(failure)]
             raise PolicySetupFailure(f"the TorchScript module {self.path} does not load: {detail[0]}") from None
+        if self.module_sha256 is not None and self.loaded.get("sha256") != self.module_sha256:
+            self.end_episode()
+            # What would run is no longer the policy this cell was launched with: refuse, never substitute.
+            raise PolicySetupFailure(
+                f"the TorchScript module {self.path} changed since launch: sha256 {self.loaded.get('sha256')}, "
+                f"launched as {self.module_sha256}"
+            )
 
     def verify(self) -> None:
         """At launch: the module loads on its device (then the host is closed again)."""

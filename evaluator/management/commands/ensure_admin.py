@@ -3,7 +3,7 @@ import secrets
 
 from django.contrib.auth import get_user_model
 
-from evaluator.management.database import DatabaseCommand
+from evaluator.management.database import DatabaseCommand, check_password_strength
 
 
 class Command(DatabaseCommand):
@@ -22,6 +22,7 @@ class Command(DatabaseCommand):
         generated = not password
         if generated:
             password = secrets.token_urlsafe(18)
+        check_password_strength(password, users(username=username))
         users.objects.create_superuser(
             username=username, email=os.environ.get("RSI_ADMIN_EMAIL", ""), password=password
         )

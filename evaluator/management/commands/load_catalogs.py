@@ -2,6 +2,7 @@ from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_all_catalogs
 from evaluator.management.database import DatabaseCommand
+from evaluator.models import RecordImmutable
 from evaluator.protocol.errors import ProtocolError
 from evaluator.services import ensure_builtin_policies
 
@@ -17,6 +18,10 @@ class Command(DatabaseCommand):
             benchmarks = sync_all_catalogs()
         except ProtocolError as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except RecordImmutable as exc:
+            raise CommandError(
+                f"a catalog changes a task that attempts ran ({exc}): give the changed task a new name", returncode=2
+            ) from None
         policies = ensure_builtin_policies()
         for benchmark in benchmarks:
             count = benchmark.tasks.filter(in_catalog=True).count()

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import CommandError
 
-from evaluator.management.database import DatabaseCommand
+from evaluator.management.database import DatabaseCommand, check_password_strength
 from evaluator.roles import ROLES
 
 
@@ -23,16 +23,17 @@ class Command(DatabaseCommand):
 
     def handle(self, *args, username, role, password, **options):
         users = get_user_model()
-        user, created = users.objects.get_or_create(username=username)
-        if created:
+        if not users.objects.filter(username=username).exists():
             generated = not (password or os.environ.get("RSI_USER_PASSWORD"))
             password = password or os.environ.get("RSI_USER_PASSWORD") or secrets.token_urlsafe(12)
-            user.set_password(password)
-            user.save()
+            check_password_strength(password, users(username=username))
+            user = users.objects.create_user(username=username, password=password)
             if generated:
                 self.stdout.write(f"password for {username}: {password} (shown once)")
-        elif password:
-            raise CommandError(f"user {username} exists; change passwords in the admin", returncode=2)
+        else:
+            if password:
+                raise CommandError(f"user {username} exists; change passwords in the admin", returncode=2)
+            user = users.objects.get(username=username)
         for name in role:
             user.groups.add(Group.objects.get(name=name))
         self.stdout.write(f"{username}: {', '.join(sorted(user.groups.values_list('name', flat=True)))}")

@@ -1,0 +1,215 @@
+"""Records that cannot lie (issue "Records that cannot lie, and inputs that cannot hurt", points 2 to
+6): what a launched plan points to is frozen in the models and below them, the policy that runs is
+the one recorded, results come only from runs, and evidence is verified against its records."""
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from evaluator.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
+from evaluator.services import policy_for
+
+# 2. What a finished attempt points to cannot change.
+
+
+def test_a_task_that_attempts_ran_keeps_what_it_was(make_attempt):
+    task = make_attempt().task
+    task.native_horizon = 999
+    with pytest.raises(RecordImmutable, match="native_horizon"):
+        task.save()
+    with pytest.raises(IntegrityError, match="frozen plan"), transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(name="renamed", native_horizon=1)
+    Task.objects.filter(pk=task.pk).update(in_catalog=False, position=99)  # the catalog may drop or reorder it
+    assert Task.objects.get(pk=task.pk).native_horizon == 60
+
+
+def test_a_policy_and_protocol_identity_named_by_a_plan_keep_what_they_were(make_attempt):
+    campaign = make_attempt().campaign
+    with pytest.raises(IntegrityError, match="frozen plan"), transaction.atomic():
+        Policy.objects.filter(pk=campaign.policy_id).update(spec="builtin:stop")
+    with pytest.raises(IntegrityError, match="frozen plan"), transaction.atomic():
+        ProtocolIdentity.objects.filter(pk=campaign.protocol_id).update(configuration={})
+    policy = Policy.objects.get(pk=campaign.policy_id)
+    policy.spec = "builtin:stop"
+    with pytest.raises(RecordImmutable, match="spec"):
+        policy.save()
+    Policy.objects.filter(pk=campaign.policy_id).update(description="a note is no change to what ran")
+
+
+def test_a_campaigns_plan_is_frozen_below_the_model(make_attempt):
+    from evaluator.models import Campaign
+
+    campaign = make_attempt().campaign
+    for change in ({"seed": 8}, {"task_names": ["widowx_carrot_on_plate"]}):
+        with pytest.raises(IntegrityError, match="frozen plan"), transaction.atomic():
+            Campaign.objects.filter(pk=campaign.pk).update(**change)
+    Campaign.objects.filter(pk=campaign.pk).update(name="renamed")
+
+
+def test_an_unreferenced_policy_can_still_be_corrected(db):
+    policy = Policy.objects.create(name="draft", kind="fixed_program", spec="http://127.0.0.1:9/act")
+    policy.spec = "http://127.0.0.1:10/act"
+    policy.save()
+    assert Policy.objects.get(pk=policy.pk).spec.endswith(":10/act")
+
+
+# 3. The policy that ran is the one recorded; the admin cannot change it.
+
+
+def test_the_admin_shows_a_launched_policy_read_only(admin_client, make_attempt):
+    policy = make_attempt().campaign.policy
+    url = reverse("admin:evaluator_policy_change", args=[policy.pk])
+    page = admin_client.get(url).content.decode()
+    assert 'name="spec"' not in page and 'name="settings"' not in page and 'name="description"' in page
+    admin_client.post(url, {"name": "noop", "kind": "scripted_harness_check", "spec": "builtin:stop"})
+    assert Policy.objects.get(pk=policy.pk).spec == "builtin:noop"
+
+
+# 4. A TorchScript file's identity follows its bytes at every launch and at run time.
+
+
+def _module(torch, path, scale: float):
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(5, 4) * image.float().mean() * self.scale
+
+    torch.jit.script(Scaled()).save(str(path))
+
+
+def test_new_weights_in_the_same_file_are_a_new_policy(db, tmp_path):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    path = tmp_path / "policy.pt"
+    _module(torch, path, 1.0)
+    first = policy_for(f"torchscript:{path}")
+    assert policy_for(f"torchscript:{path}") == first  # the same bytes: the same policy
+    _module(torch, path, 2.0)
+    second = policy_for(f"torchscript:{path}")
+    assert second.pk != first.pk and second.identity != first.identity
+    assert second.settings["module_sha256"] != first.settings["module_sha256"]
+
+
+def test_a_cell_whose_module_changed_since_launch_refuses_to_run(catalogs, media_root, tmp_path):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    from evaluator.protocol.identity import configure
+    from evaluator.services import do_launch_campaign, do_run_attempt
+
+    path = tmp_path / "policy.pt"
+    _module(torch, path, 1.0)
+    campaign = do_launch_campaign(
+        name="frozen",
+        benchmark="fetch",
+        task_names=["reach"],
+        seed=0,
+        policy=f"torchscript:{path}",
+        config=configure("fetch"),
+    )
+    _module(torch, path, 2.0)  # new weights after launch
+    attempt = do_run_attempt(campaign.attempts.get())
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "policy_setup", 0)
+    assert "changed since launch" in attempt.error_detail
+
+
+# 5. Only a run finishes an attempt.
+
+
+def test_a_finished_attempt_cannot_be_created(make_attempt):
+    with pytest.raises(RecordImmutable, match="created pending"):
+        make_attempt(status="finished", outcome="success", success=True)
+    template = make_attempt()
+    with pytest.raises(IntegrityError, match="created pending"), transaction.atomic():
+        Attempt.objects.bulk_create(
+            [
+                Attempt(
+                    campaign=template.campaign,
+                    task=template.task,
+                    cell_index=5,
+                    seed=1,
+                    status="finished",
+                    outcome="success",
+                    success=True,
+                    policy_identity="x",
+                    budget={},
+                )
+            ]
+        )
+
+
+def test_an_attempt_finishes_only_with_its_manifest(make_attempt):
+    attempt = make_attempt()
+    with pytest.raises(IntegrityError, match="manifest"), transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(status="finished", outcome="success", success=True)
+    assert Attempt.objects.get(pk=attempt.pk).status == "pending"
+
+
+def test_the_admin_adds_and_deletes_no_evidence(admin_client, make_attempt):
+    attempt = make_attempt()
+    for model in ("attempt", "decision", "step", "intervention", "artifact", "task", "campaign"):
+        assert admin_client.get(reverse(f"admin:evaluator_{model}_add")).status_code == 403
+    assert admin_client.get(reverse("admin:evaluator_attempt_delete", args=[attempt.pk])).status_code == 403
+    assert admin_client.get(reverse("admin:evaluator_attempt_change", args=[attempt.pk])).status_code == 200
+
+
+# 6. Evidence is verified.
+
+
+@pytest.fixture
+def finished(run_cell):
+    return run_cell(task="reach", policy="noop", budget_mode="decisions", max_policy_calls=2)
+
+
+def _verify(*args) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("verify-evidence", *args, stdout=out)
+        return 0, out.getvalue()
+    except CommandError as error:
+        return error.returncode, out.getvalue()
+
+
+def test_verify_evidence_finds_intact_evidence_intact(finished):
+    assert _verify(str(finished.pk)) == (0, f"attempt {finished.pk}: intact\n")
+
+
+def test_a_tampered_file_is_reported_by_name_and_on_the_review_page(finished, media_root, admin_client):
+    summary = media_root / finished.artifacts.get(kind="summary").path
+    summary.write_text(summary.read_text().replace('"task_failure"', '"success"     '))  # the same size
+    code, out = _verify("--all")
+    assert code == 1 and "summary.json: sha256 differs" in out
+    assert _verify("--all", "--sizes-only")[0] == 0  # same size: only the hash tells
+    verdict = admin_client.get(reverse("evaluator:verify", args=[finished.pk])).json()
+    assert verdict["state"] == "altered" and verdict["problems"] == [
+        "summary.json: sha256 differs from the recorded one"
+    ]
+    summary.write_text(summary.read_text() + " ")
+    page = admin_client.get(reverse("evaluator:review", args=[finished.pk])).content.decode()
+    assert 'id="evidence-state"' in page and "evidence altered" in page and "summary.json" in page
+
+
+def test_missing_evidence_is_a_404_with_its_reason_not_a_500(finished, media_root, admin_client):
+    (media_root / finished.artifacts.get(kind="frame_index").path).unlink()
+    response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, 0]))
+    assert response.status_code == 404
+    (media_root / finished.artifacts.get(kind="video").path).unlink()
+    assert admin_client.get(reverse("evaluator:artifact", args=[finished.pk, "video.mp4"])).status_code == 404
+    code, out = _verify(str(finished.pk), "--json")
+    assert code == 1 and json.loads(out)[0]["state"] == "missing"
+
+
+def test_a_manifest_that_no_longer_matches_the_records_is_altered(finished, media_root):
+    record = finished.artifacts.get(kind="manifest")
+    manifest = media_root / record.path
+    entries = json.loads(manifest.read_text())
+    entries[0]["sha256"] = "f" * 64
+    text = json.dumps(entries, indent=1)
+    manifest.write_text(text[: record.size].ljust(record.size))  # keep its size
+    code, out = _verify(str(finished.pk))
+    assert code == 1 and "manifest.json does not list" in out
+    assert Artifact.objects.filter(attempt=finished).count() > 5
