@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv setup system-run system-test sapien-env vulkan-layer
+.PHONY: run test lint venv setup system-run system-test sapien-env openpi-env vulkan-layer
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ $(SAPIEN_VENV)/.installed: environment/sapien/requirements.txt
 	touch $@
 
 sapien-env: $(SAPIEN_VENV)/.installed
+
+# The tests' stock openpi server runs on openpi-client's codec in its own venv (numpy<2).
+.venv-openpi/.installed: tests/servers/requirements-openpi.txt
+	$(PYTHON) -m venv .venv-openpi
+	.venv-openpi/bin/python -m pip install --quiet -r tests/servers/requirements-openpi.txt
+	touch $@
+
+openpi-env: .venv-openpi/.installed
 
 # The Vulkan layer that lets SAPIEN create its device on lavapipe (environment/RENDERING.md).
 vulkan-layer:
@@ -50,6 +58,6 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: system-test venv sapien-env vulkan-layer lint
+test: system-test venv sapien-env openpi-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
-from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login  # noqa: E402
+from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login, wait_until  # noqa: E402
 from tests.servers.site import daphne_site  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def run(browser, operator, base: str, db: Path, viewers: int, steps: int, socket
     for _ in range(viewers):
         page = context.new_page()
         page.goto(f"{base}/attempts/{attempt_id}/live/")
-        page.wait_for_function("document.getElementById('live').dataset.connected === '1'")
+        wait_until(page, "document.getElementById('live').dataset.connected === '1'")
         pages.append(page)
     stop = threading.Event()
     cookie = next(c["value"] for c in context.cookies() if c["name"] == "sessionid")
@@ -74,7 +74,7 @@ def run(browser, operator, base: str, db: Path, viewers: int, steps: int, socket
     wall = _parse(row[2]) - _parse(row[1])
     latencies = []
     if pages:
-        pages[0].wait_for_function("document.getElementById('live').dataset.finished === '1'", timeout=30_000)
+        wait_until(pages[0], "document.getElementById('live').dataset.finished === '1'", timeout=30)
         latencies = pages[0].evaluate("window.rsiLatencies")
     for page in pages:
         page.close()

@@ -301,7 +301,10 @@ def policy_for(name_or_spec: str) -> Policy:
     if not is_policy_spec(name_or_spec):
         existing = Policy.objects.filter(name=name_or_spec).first()
         if existing is None:
-            raise InvalidPolicySpec(f"no registered policy {name_or_spec[:100]!r} and not a spec string")
+            raise InvalidPolicySpec(
+                f"unknown policy {name_or_spec[:100]!r}: neither a registered name nor a spec string "
+                "(builtin:, http://, openpi+ws://, torchscript:, openai+http://)"
+            )
         return existing
     _, _, settings = parse_policy_spec(name_or_spec)
     candidate = Policy(kind=default_kind(name_or_spec), spec=name_or_spec, settings=settings)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login
+from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login, wait_until
 from tests.servers.site import daphne_site
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -100,9 +100,7 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     _shot(page, "campaign-pending")
 
     page.click("#start-all")
-    page.wait_for_function(
-        "document.querySelectorAll('.cell[data-status=finished]').length === 2", timeout=180_000, polling=1000
-    )
+    wait_until(page, "document.querySelectorAll('.cell[data-status=finished]').length === 2", timeout=180)
     assert page.inner_text("#progress") == "2/2 cells finished"
     assert page.locator(".cell[data-outcome=success]").count() >= 1
     assert "2/2" in page.inner_text("#aggregates")
@@ -125,9 +123,8 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     shown = [float(v) for v in page.locator("#action-values .action-value").all_inner_texts()]
     assert shown == stored
     # The frame shown is step 10's: it matches the lossless observation the policy got after step 10.
-    page.wait_for_function(
-        "document.getElementById('exact-frame').complete && document.getElementById('exact-frame').naturalWidth === 640"
-    )
+    exact = "document.getElementById('exact-frame')"
+    wait_until(page, f"{exact}.complete && {exact}.naturalWidth === 640")
     assert page.get_attribute("#exact-frame", "src").endswith(f"/attempts/{attempt_id}/frame/10.png")
     shown_frame = _image(page.request.get(base + page.get_attribute("#exact-frame", "src")).body())
     after_10 = _message_png(page, base, attempt_id, call=11)  # one action per call: call 11 saw step 10
@@ -198,20 +195,20 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.click("#start-all")
     attempt_id = _query(db, "select max(id) from evaluator_attempt")[0][0]
     page.goto(f"{base}/attempts/{attempt_id}/live/")
-    page.wait_for_function("Number(document.getElementById('live').dataset.step || 0) >= 3", timeout=60_000)
+    wait_until(page, "Number(document.getElementById('live').dataset.step || 0) >= 3", timeout=60)
     assert page.is_hidden("#autonomy")
-    page.wait_for_function("document.getElementById('live-frame').naturalWidth === 640")
+    wait_until(page, "document.getElementById('live-frame').naturalWidth === 640")
     _shot(page, "live-autonomous")
     page.click("#btn-take-over")
     page.wait_for_selector("#autonomy", state="visible")  # flagged at once, in the live view
     taken_at = int(page.inner_text("#live-step"))
     for key in ("d", "d", "w"):
         page.keyboard.press(key)
-    page.wait_for_function(f"Number(document.getElementById('live').dataset.step) >= {taken_at + 3}", timeout=30_000)
+    wait_until(page, f"Number(document.getElementById('live').dataset.step) >= {taken_at + 3}", timeout=30)
     assert "(human)" in page.inner_text("#live-action")
     _shot(page, "live-taken-over")
     page.click("#btn-stop")
-    page.wait_for_function("document.getElementById('live').dataset.finished === '1'", timeout=30_000)
+    wait_until(page, "document.getElementById('live').dataset.finished === '1'", timeout=30)
     assert page.inner_text("#live-status") == "finished"
 
     status, autonomous, reason = _query(
@@ -238,6 +235,6 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
         db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'", attempt_id
     )[0][0]
     page.goto(f"{base}/attempts/{attempt_id}/#step={step}")
-    page.wait_for_function(f"document.getElementById('step-number').textContent === '{step}'")
+    wait_until(page, f"document.getElementById('step-number').textContent === '{step}'")
     assert "take_over by ivan" in page.inner_text("#step-notes")
     _shot(page, "review-with-intervention")

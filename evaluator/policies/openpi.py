@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket as socket_module
+from dataclasses import dataclass, field
 
 import msgpack
 import numpy as np
@@ -53,17 +54,61 @@ def unpack(data: bytes):
     return msgpack.unpackb(data, object_hook=_decode_numpy)
 
 
+@dataclass(frozen=True)
+class ObservationProfile:
+    """The input names of a family of stock openpi servers. RSI sends the policy camera's frame as it
+    is (H, W, 3 uint8; openpi's own input transforms resize it) and the instruction. Inputs that the
+    declared sensor track withholds, or that RSI's benchmarks do not have, are sent blank (zeros of
+    the shape the server expects) and declared in provenance: never filled with simulator state."""
+
+    name: str
+    image: str
+    prompt: str
+    sensor_prefix: str | None  # where declared sensor arrays go; None: the profile takes none
+    blanks: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+
+
+PROFILES = {
+    "rsi": ObservationProfile("rsi", "observation/image", "prompt", "observation/"),
+    # openpi's LIBERO example client (examples/libero): a wrist camera and an 8-D end-effector state.
+    "libero": ObservationProfile(
+        "libero",
+        "observation/image",
+        "prompt",
+        None,
+        {"observation/wrist_image": ((224, 224, 3), "uint8"), "observation/state": ((8,), "float32")},
+    ),
+    # openpi's DROID client: an exterior and a wrist camera, 7 joint positions, the gripper position.
+    "droid": ObservationProfile(
+        "droid",
+        "observation/exterior_image_1_left",
+        "prompt",
+        None,
+        {
+            "observation/wrist_image_left": ((224, 224, 3), "uint8"),
+            "observation/joint_position": ((7,), "float64"),
+            "observation/gripper_position": ((1,), "float64"),
+        },
+    ),
+}
+
+
 class OpenPiPolicy(Policy):
     def __init__(
         self,
         uri: str,
         timeout_s: float = 30.0,
-        image_key: str = "observation/image",
-        prompt_key: str = "prompt",
-        sensor_prefix: str = "observation/",
+        profile: str = "rsi",
+        image_key: str | None = None,
+        prompt_key: str | None = None,
     ):
+        if profile not in PROFILES:
+            raise ValueError(f"unknown openpi observation profile {profile!r}; one of {', '.join(PROFILES)}")
         self.uri, self.timeout_s = uri, timeout_s
-        self.image_key, self.prompt_key, self.sensor_prefix = image_key, prompt_key, sensor_prefix
+        self.profile = PROFILES[profile]
+        self.image_key = image_key or self.profile.image
+        self.prompt_key = prompt_key or self.profile.prompt
+        self.blanks = {key: np.zeros(shape, dtype=dtype) for key, (shape, dtype) in self.profile.blanks.items()}
         self.socket = None
         self.metadata = None
 
@@ -112,8 +157,10 @@ class OpenPiPolicy(Policy):
 
     def act(self, message: MailboxMessage) -> PolicyReply:
         deadline = CallDeadline(self.timeout_s)
-        observation = {self.image_key: message.rgb, self.prompt_key: message.instruction}
-        observation.update({self.sensor_prefix + name: np.asarray(v) for name, v in message.sensors.items()})
+        observation = {self.image_key: message.rgb, self.prompt_key: message.instruction, **self.blanks}
+        if self.profile.sensor_prefix is not None:
+            prefix = self.profile.sensor_prefix
+            observation.update({prefix + name: np.asarray(v) for name, v in message.sensors.items()})
         packed = pack(observation)
         self.record_sent(packed, "application/msgpack")
         connection = self._open(deadline)
@@ -149,4 +196,15 @@ class OpenPiPolicy(Policy):
         self._discard()
 
     def describe(self) -> dict:
-        return {"server_metadata": jsonable(self.metadata)} if self.metadata is not None else {}
+        described = {
+            "profile": self.profile.name,
+            "image_key": self.image_key,
+            "prompt_key": self.prompt_key,
+            # Sent as zeros: the declared track withholds them or the benchmark has no such input.
+            "blank_inputs": {
+                key: {"shape": list(shape), "dtype": dtype} for key, (shape, dtype) in self.profile.blanks.items()
+            },
+        }
+        if self.metadata is not None:
+            described["server_metadata"] = jsonable(self.metadata)
+        return described

@@ -6,7 +6,7 @@
     torchscript:PATH                           a local TorchScript module (torch extra)
     openai+http://HOST:PORT/v1?model=NAME      a model method over an OpenAI-compatible endpoint
 
-Query parameters declare settings: timeout_s, device, image_key, prompt_key, model, max_tokens,
+Query parameters declare settings: timeout_s, device, profile, image_key, prompt_key, model, max_tokens,
 temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output.
 The same spec and settings give the same policy identity.
 """
@@ -61,6 +61,7 @@ def _composition(raw: str) -> list[str]:
 SETTING_TYPES = {
     "timeout_s": _number(0.001, 3600),
     "device": _text(r"cpu|cuda(:[0-9]{1,2})?", "cpu, cuda or cuda:N"),
+    "profile": _text(r"rsi|libero|droid", "one of rsi, libero, droid (openpi observation profiles)"),
     "image_key": _text(r"[\w./-]{1,200}", "1 to 200 letters, digits, '_', '.', '/' or '-'"),
     "prompt_key": _text(r"[\w./-]{1,200}", "1 to 200 letters, digits, '_', '.', '/' or '-'"),
     "model": _text(r"[^\s]{1,200}", "a model name of 1 to 200 characters without spaces"),
@@ -165,7 +166,7 @@ def build_policy(spec: str, settings: dict, config: ProtocolConfig) -> Policy:
         if transport == "http":
             return HttpJsonPolicy(target, timeout_s=timeout)
         if transport == "openpi":
-            keys = {k: settings[k] for k in ("image_key", "prompt_key") if k in settings}
+            keys = {k: settings[k] for k in ("profile", "image_key", "prompt_key") if k in settings}
             return OpenPiPolicy(target, timeout_s=timeout, **keys)
         if transport == "torchscript":
             return TorchScriptPolicy(

@@ -1,5 +1,7 @@
 """Driving Debian's chromium with Playwright (which downloads no browser of its own)."""
 
+import time
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -33,3 +35,14 @@ def launch_noop_campaign(page, base: str, task: str, seed: int, decisions: int) 
     page.click("#preview")
     page.click("#create")
     page.wait_for_selector("#start-all")
+
+
+def wait_until(page, expression: str, timeout: float = 30.0, poll: float = 0.2) -> None:
+    """Wait until a JavaScript expression is true on the page. Playwright's wait_for_function builds
+    its predicate with `new Function`, which the site's Content-Security-Policy (no unsafe-eval)
+    forbids; page.evaluate runs through the DevTools protocol, which the policy does not govern."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout:g} s: {expression}")
+        time.sleep(poll)

@@ -64,7 +64,10 @@ class DaphneServer:
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=15)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # an attempt still running in its executor holds it up
+                self.kill()
 
 
 def site_env(tmp_path: Path, **extra: str) -> dict:
