@@ -171,7 +171,7 @@ def test_malformed_socket_messages_get_typed_refusals_and_the_socket_stays_open(
             assert reply["type"] == "refused" and len(json.dumps(reply)) < 1000, message[:40]
         socket.send('{"type": "ack"}')  # still served after all that
     # A viewer that goes away without a close handshake.
-    raw = connect(uri, origin=site.base, additional_headers={"Cookie": cookie}, open_timeout=30)
+    raw = connect(uri, origin=site.base, additional_headers={"Cookie": cookie}, open_timeout=30, legacy=True)
     raw.recv(timeout=30)
     raw.socket.close()
     assert "Traceback" not in site.log()
