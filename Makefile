@@ -8,15 +8,21 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv setup system-run system-test sapien-env openpi-env vulkan-layer
+.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env vulkan-layer
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-torch.txt
+# Serving needs only requirements.txt; the tests add pytest, Playwright, ruff and the torch extra.
+$(VENV)/.installed-run: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-run requirements-dev.txt requirements-torch.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed-run
+venv-test: $(VENV)/.installed-test
 
 # The SAPIEN worker runs in its own interpreter (numpy<2, gymnasium<1.0, sapien 2.2.2).
 $(SAPIEN_VENV)/.installed: environment/sapien/requirements.txt
@@ -54,10 +60,10 @@ run: setup
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) rsi_site.asgi:application
 
 # Lint and format check (ruff, configured in pyproject.toml); `ruff format .` fixes the format.
-lint: venv
+lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: system-test venv sapien-env openpi-env vulkan-layer lint
+test: system-test venv-test sapien-env openpi-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest

@@ -2,6 +2,8 @@
 
 import time
 
+from playwright.sync_api import Error as PlaywrightError
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -42,7 +44,16 @@ def wait_until(page, expression: str, timeout: float = 30.0, poll: float = 0.2) 
     its predicate with `new Function`, which the site's Content-Security-Policy (no unsafe-eval)
     forbids; page.evaluate runs through the DevTools protocol, which the policy does not govern."""
     deadline = time.monotonic() + timeout
-    while not page.evaluate(expression):
+    while not _evaluate(page, expression):
         if time.monotonic() > deadline:
             raise TimeoutError(f"still false after {timeout:g} s: {expression}")
         time.sleep(poll)
+
+
+def _evaluate(page, expression: str):
+    try:
+        return page.evaluate(expression)
+    except PlaywrightError as error:
+        if "context was destroyed" in str(error) or "Cannot find context" in str(error):  # it reloaded: ask again
+            return False
+        raise
