@@ -38,7 +38,7 @@ class ArtifactFile:
     size: int
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -216,7 +216,7 @@ class EvidenceWriter:
             "messages/start.json": "episode_start",
         }.get(str(relative), _message_kind(path))
         return ArtifactFile(
-            path=str(path.relative_to(self.media_root)), kind=kind, sha256=_sha256(path), size=path.stat().st_size
+            path=str(path.relative_to(self.media_root)), kind=kind, sha256=sha256_of(path), size=path.stat().st_size
         )
 
 

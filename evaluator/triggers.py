@@ -8,6 +8,8 @@ otherwise lose the triggers on it and break those that name it.
 
 from django.db import connections
 
+from evaluator.models import Campaign, Policy, ProtocolIdentity, Task
+
 RECORD_TABLES = ("evaluator_decision", "evaluator_step", "evaluator_intervention", "evaluator_artifact")
 
 # SQLite's REPLACE (INSERT OR REPLACE, REPLACE INTO) deletes the conflicting row without firing
@@ -98,45 +100,14 @@ POSTGRES_DROP = [f"DROP TRIGGER IF EXISTS {table}_finished_immutable ON {table}"
     "DROP FUNCTION IF EXISTS evaluator_refuse_finished_attempt()",
 ]
 
-# Rows a frozen plan points to: their columns that say what ran, and when they count as referenced
-# (None: always, for a campaign's plan).
+# Rows a frozen plan points to: the columns that say what ran (the models' lists: field attnames are
+# the column names), and when they count as referenced (None: always, for a campaign's plan).
 FROZEN = {
-    "evaluator_campaign": (
-        (
-            "benchmark_id",
-            "task_names",
-            "reset_selection",
-            "seed",
-            "policy_id",
-            "protocol_id",
-            "protocol_config",
-            "mode",
-            "provenance",
-        ),
-        None,
-    ),
-    "evaluator_task": (
-        (
-            "benchmark_id",
-            "name",
-            "env_id",
-            "native_horizon",
-            "instruction",
-            "robot",
-            "camera",
-            "rgb_shape",
-            "control_hz",
-            "controller",
-            "details",
-        ),
-        "SELECT 1 FROM evaluator_attempt WHERE task_id = OLD.id",
-    ),
-    "evaluator_policy": (
-        ("name", "kind", "spec", "settings", "identity"),
-        "SELECT 1 FROM evaluator_campaign WHERE policy_id = OLD.id",
-    ),
-    "evaluator_protocolidentity": (
-        ("protocol_id", "benchmark", "configuration"),
+    Campaign._meta.db_table: (Campaign.PLAN_FIELDS, None),
+    Task._meta.db_table: (Task.FROZEN_FIELDS, "SELECT 1 FROM evaluator_attempt WHERE task_id = OLD.id"),
+    Policy._meta.db_table: (Policy.FROZEN_FIELDS, "SELECT 1 FROM evaluator_campaign WHERE policy_id = OLD.id"),
+    ProtocolIdentity._meta.db_table: (
+        ProtocolIdentity.FROZEN_FIELDS,
         "SELECT 1 FROM evaluator_campaign WHERE protocol_id = OLD.id",
     ),
 }

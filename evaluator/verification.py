@@ -8,13 +8,13 @@ size or another hash, or a manifest that no longer matches the records, is repor
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
+from evaluator.evidence import sha256_of
 from evaluator.models import Attempt
 
 INTACT, ALTERED, MISSING, UNFINISHED = "intact", "altered", "missing", "unfinished"
@@ -29,14 +29,6 @@ class Verification:
 
     def as_dict(self) -> dict:
         return {"attempt": self.attempt, "state": self.state, "hashed": self.hashed, "problems": self.problems}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_attempt(attempt: Attempt, hashes: bool = False) -> Verification:
@@ -55,7 +47,7 @@ def verify_attempt(attempt: Attempt, hashes: bool = False) -> Verification:
         elif path.stat().st_size != record.size:
             altered = True
             report.problems.append(f"{record.name}: {path.stat().st_size} bytes, recorded {record.size}")
-        elif hashes and record.kind != "manifest" and _sha256(path) != record.sha256:
+        elif hashes and record.kind != "manifest" and sha256_of(path) != record.sha256:
             altered = True
             report.problems.append(f"{record.name}: sha256 differs from the recorded one")
     manifest = next((r for r in records if r.kind == "manifest"), None)

@@ -91,3 +91,23 @@ def register_policy(db, monkeypatch):
         return Policy.objects.create(name=name, kind=kind, spec=f"builtin:{name}")
 
     return register
+
+
+@pytest.fixture
+def run_spec(run_cell):
+    """run_cell with a policy named by its spec string, registered on the way as `evaluate` does."""
+    from evaluator.services import policy_for
+
+    def run(spec, **options):
+        return run_cell(policy=policy_for(spec).name, **options)
+
+    return run
+
+
+@pytest.fixture
+def servers():
+    """Start real policy servers (tests/servers/policies.py) for one test; all stopped afterwards."""
+    started = []
+    yield lambda server: started.append(server) or server
+    for server in started:
+        server.stop()

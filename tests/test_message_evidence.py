@@ -7,25 +7,9 @@ import json
 
 import msgpack
 import numpy as np
-import pytest
 
-from evaluator.models import Policy
 from evaluator.policies.openpi import unpack
-from evaluator.services import policy_for
 from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, Status, always, zero_chunk
-
-
-@pytest.fixture
-def servers():
-    started = []
-    yield lambda server: started.append(server) or server
-    for server in started:
-        server.stop()
-
-
-def _run(run_cell, spec, **options):
-    policy_for(spec)
-    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
 
 
 def _sent(attempt, media_root) -> list[bytes]:
@@ -36,9 +20,9 @@ def _file(attempt, media_root, name: str) -> bytes:
     return (media_root / attempt.artifacts.get(path__endswith=name).path).read_bytes()
 
 
-def test_a_stored_http_message_is_the_body_the_server_received(run_cell, servers, media_root):
+def test_a_stored_http_message_is_the_body_the_server_received(run_spec, servers, media_root):
     server = servers(HttpPolicyServer(always(zero_chunk())))
-    attempt = _run(run_cell, server.url, budget_mode="decisions", max_policy_calls=3)
+    attempt = run_spec(server.url, budget_mode="decisions", max_policy_calls=3)
     assert attempt.policy_calls == 3
     assert _sent(attempt, media_root) == server.bodies  # byte for byte, minus the HTTP framing
     first = json.loads(server.bodies[0])
@@ -50,16 +34,16 @@ def test_a_stored_http_message_is_the_body_the_server_received(run_cell, servers
     assert start["token"] == first["token"]
 
 
-def test_what_a_failed_call_sent_is_kept_too(run_cell, servers, media_root):
+def test_what_a_failed_call_sent_is_kept_too(run_spec, servers, media_root):
     server = servers(HttpPolicyServer(always(Status(500))))
-    attempt = _run(run_cell, server.url)
+    attempt = run_spec(server.url)
     assert (attempt.error_type, attempt.policy_calls) == ("policy_server_error", 1)
     assert _sent(attempt, media_root) == server.bodies and len(server.bodies) == 1
 
 
-def test_a_stored_openpi_message_is_the_msgpack_the_server_received(run_cell, servers, media_root):
+def test_a_stored_openpi_message_is_the_msgpack_the_server_received(run_spec, servers, media_root):
     server = servers(OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)})))
-    attempt = _run(run_cell, f"openpi+{server.uri}", budget_mode="decisions", max_policy_calls=2)
+    attempt = run_spec(f"openpi+{server.uri}", budget_mode="decisions", max_policy_calls=2)
     stored = _sent(attempt, media_root)
     assert stored == server.received and len(stored) == 2
     assert attempt.artifacts.filter(kind="message_sent", path__endswith=".msgpack").count() == 2
@@ -68,11 +52,11 @@ def test_a_stored_openpi_message_is_the_msgpack_the_server_received(run_cell, se
     assert msgpack.unpackb(stored[0], raw=False, strict_map_key=False)  # plain msgpack, readable anywhere
 
 
-def test_each_request_of_an_agent_method_is_stored_in_order(run_cell, servers, media_root):
+def test_each_request_of_an_agent_method_is_stored_in_order(run_spec, servers, media_root):
     replies = lambda request, call: "The cube is left of the gripper." if call % 2 else json.dumps(zero_chunk())  # noqa: E731
     server = servers(ChatServer(replies))
     spec = f"openai+{server.base_url}?model=m&composition=analyze,act"
-    attempt = _run(run_cell, spec, interaction_mode="agent_method", max_policy_calls=2, budget_mode="decisions")
+    attempt = run_spec(spec, interaction_mode="agent_method", max_policy_calls=2, budget_mode="decisions")
     names = sorted(attempt.artifacts.filter(kind="message_sent").values_list("path", flat=True))
     assert [n.rsplit("/", 1)[1] for n in names] == [
         "call-0001.sent-1.json",

@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.models import Policy
-from evaluator.services import policy_for
-
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-openpi" / "bin" / "python"
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason="make openpi-env builds .venv-openpi (make test does)")
@@ -48,18 +45,13 @@ def stock_server(tmp_path):
         process.wait()
 
 
-def _run(run_cell, spec, **options):
-    policy_for(spec)
-    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
-
-
 def _seen(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def test_a_stock_libero_server_gets_its_own_keys_with_withheld_inputs_blank(run_cell, stock_server):
+def test_a_stock_libero_server_gets_its_own_keys_with_withheld_inputs_blank(run_spec, stock_server):
     uri, log = stock_server("libero", 4)
-    attempt = _run(run_cell, f"openpi+{uri}?profile=libero", budget_mode="decisions", max_policy_calls=3)
+    attempt = run_spec(f"openpi+{uri}?profile=libero", budget_mode="decisions", max_policy_calls=3)
     assert (attempt.outcome, attempt.policy_calls, attempt.environment_steps) == ("task_failure", 3, 15)
     first = _seen(log)[0]
     assert first["observation/image"] == {"shape": [480, 640, 3], "dtype": "|u1", "zero": False}
@@ -77,18 +69,18 @@ def test_a_stock_libero_server_gets_its_own_keys_with_withheld_inputs_blank(run_
     assert response["server_timing"] == {"infer_ms": 1.5} and len(response["actions"]) == 10
 
 
-def test_a_stock_droid_server_gets_its_own_keys(run_cell, stock_server):
+def test_a_stock_droid_server_gets_its_own_keys(run_spec, stock_server):
     uri, log = stock_server("droid", 4)
-    attempt = _run(run_cell, f"openpi+{uri}?profile=droid", budget_mode="decisions", max_policy_calls=1)
+    attempt = run_spec(f"openpi+{uri}?profile=droid", budget_mode="decisions", max_policy_calls=1)
     assert attempt.outcome == "task_failure"
     first = _seen(log)[0]
     assert first["observation/exterior_image_1_left"]["shape"] == [480, 640, 3]
     assert first["observation/joint_position"] == {"shape": [7], "dtype": "<f8", "zero": True}
 
 
-def test_the_default_profile_fails_a_stock_libero_server_as_openpi_would(run_cell, stock_server):
+def test_the_default_profile_fails_a_stock_libero_server_as_openpi_would(run_spec, stock_server):
     # Without the profile the stock server lacks its inputs: openpi answers the error as text.
     uri, _ = stock_server("libero", 4)
-    attempt = _run(run_cell, f"openpi+{uri}")
+    attempt = run_spec(f"openpi+{uri}")
     assert (attempt.outcome, attempt.error_type) == ("policy_error", "policy_server_error")
     assert "KeyError" in attempt.decisions.get().violation["detail"]

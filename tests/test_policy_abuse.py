@@ -9,12 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from evaluator.models import Policy
 from evaluator.policies.base import PolicySetupFailure
 from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.policies.chat import parse_action_json
 from evaluator.protocol.actions import MAX_CHUNK_ACTIONS
-from evaluator.services import policy_for
 from tests.servers.policies import (
     ChatServer,
     Completion,
@@ -29,55 +27,42 @@ from tests.servers.policies import (
 ACTION = json.dumps(zero_chunk())
 
 
-@pytest.fixture
-def servers():
-    started = []
-    yield lambda server: started.append(server) or server
-    for server in started:
-        server.stop()
-
-
-def _run(run_cell, spec, **options):
-    policy_for(spec)
-    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
-
-
-def _timed(run_cell, spec, **options):
+def _timed(run_spec, spec, **options):
     started = time.monotonic()
-    attempt = _run(run_cell, spec, **options)
+    attempt = run_spec(spec, **options)
     return attempt, time.monotonic() - started
 
 
 # 7. Deadlines per call, not per read.
 
 
-def test_an_http_server_trickling_its_reply_times_out_at_the_calls_deadline(run_cell, servers):
+def test_an_http_server_trickling_its_reply_times_out_at_the_calls_deadline(run_spec, servers):
     server = servers(HttpPolicyServer(always(Trickle(zero_chunk(), 0.2))))  # a byte every 0.2 s: ~20 s
-    attempt, wall = _timed(run_cell, f"{server.url}?timeout_s=1.5")
+    attempt, wall = _timed(run_spec, f"{server.url}?timeout_s=1.5")
     assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("policy_error", "policy_timeout", 1)
     latency = attempt.decisions.get().latency_ms
     assert 1400 <= latency <= 2500  # the policy's time: the deadline, not a read timeout renewed per byte
     assert wall < 15
 
 
-def test_a_chat_endpoint_trickling_its_reply_times_out_at_the_calls_deadline(run_cell, servers):
+def test_a_chat_endpoint_trickling_its_reply_times_out_at_the_calls_deadline(run_spec, servers):
     server = servers(ChatServer(always(Trickle(ACTION, 0.2))))
-    attempt, _ = _timed(run_cell, f"openai+{server.base_url}?model=m&timeout_s=1.5")
+    attempt, _ = _timed(run_spec, f"openai+{server.base_url}?model=m&timeout_s=1.5")
     assert (attempt.error_type, attempt.policy_calls) == ("policy_timeout", 1)
     assert attempt.decisions.get().latency_ms <= 2500
 
 
-def test_one_deadline_covers_every_request_of_an_agent_method(run_cell, servers):
+def test_one_deadline_covers_every_request_of_an_agent_method(run_spec, servers):
     server = servers(ChatServer(always(Sleep(0.9))))
     spec = f"openai+{server.base_url}?model=m&composition=analyze,act&timeout_s=1.5"
-    attempt = _run(run_cell, spec, interaction_mode="agent_method")
+    attempt = run_spec(spec, interaction_mode="agent_method")
     # analyze takes 0.9 s; act gets only what is left of the call's 1.5 s, and takes 0.9 s too.
     assert attempt.error_type == "policy_timeout" and attempt.decisions.get().latency_ms <= 2500
 
 
-def test_an_openpi_timeout_is_charged_no_close_handshake(run_cell, servers):
+def test_an_openpi_timeout_is_charged_no_close_handshake(run_spec, servers):
     server = servers(OpenPiServer(always(Sleep(5))))
-    attempt, wall = _timed(run_cell, f"openpi+{server.uri}?timeout_s=1")
+    attempt, wall = _timed(run_spec, f"openpi+{server.uri}?timeout_s=1")
     assert (attempt.error_type, attempt.policy_calls) == ("policy_timeout", 1)
     assert attempt.decisions.get().latency_ms <= 1600
     assert wall < 10
@@ -86,21 +71,21 @@ def test_an_openpi_timeout_is_charged_no_close_handshake(run_cell, servers):
 # 8. Reply size caps.
 
 
-def test_an_http_reply_over_the_byte_cap_is_malformed_output_and_not_stored_whole(run_cell, servers, media_root):
+def test_an_http_reply_over_the_byte_cap_is_malformed_output_and_not_stored_whole(run_spec, servers, media_root):
     huge = {"actions": [[0.0] * 4] * 200_000}  # about 3.6 MB of JSON
     server = servers(HttpPolicyServer(always(huge)))
-    attempt = _run(run_cell, server.url)
+    attempt = run_spec(server.url)
     assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
     decision = attempt.decisions.get()
     assert f"larger than {MAX_REPLY_BYTES} bytes" in decision.violation["message"]
     assert (media_root / attempt.evidence_dir / "decisions.jsonl").stat().st_size < 10_000
 
 
-def test_a_chunk_of_too_many_actions_is_malformed_output_with_a_bounded_excerpt(run_cell, servers, media_root):
+def test_a_chunk_of_too_many_actions_is_malformed_output_with_a_bounded_excerpt(run_spec, servers, media_root):
     long_chunk = {"actions": [[0.0, 0.0, 0.0, 0.0]] * (MAX_CHUNK_ACTIONS * 5)}  # under the byte cap
     assert len(json.dumps(long_chunk)) < MAX_REPLY_BYTES
     server = servers(HttpPolicyServer(always(long_chunk)))
-    attempt = _run(run_cell, server.url)
+    attempt = run_spec(server.url)
     assert (attempt.error_type, attempt.environment_steps) == ("malformed_output", 0)
     decision = attempt.decisions.get()
     assert decision.violation["kind"] == "chunk_too_long"
@@ -109,15 +94,15 @@ def test_a_chunk_of_too_many_actions_is_malformed_output_with_a_bounded_excerpt(
     )
 
 
-def test_a_longer_chunk_within_the_cap_still_executes_its_permitted_prefix(run_cell, servers):
+def test_a_longer_chunk_within_the_cap_still_executes_its_permitted_prefix(run_spec, servers):
     server = servers(HttpPolicyServer(always({"actions": [[0.0] * 4] * 50})))  # openpi-style horizons
-    attempt = _run(run_cell, server.url, budget_mode="decisions", max_policy_calls=2)
+    attempt = run_spec(server.url, budget_mode="decisions", max_policy_calls=2)
     assert (attempt.outcome, attempt.environment_steps) == ("task_failure", 10)
 
 
-def test_an_openpi_reply_over_the_byte_cap_is_malformed_output(run_cell, servers):
+def test_an_openpi_reply_over_the_byte_cap_is_malformed_output(run_spec, servers):
     server = servers(OpenPiServer(always({"actions": np.zeros((100_000, 4), dtype=np.float32)})))  # 1.6 MB
-    attempt = _run(run_cell, f"openpi+{server.uri}")
+    attempt = run_spec(f"openpi+{server.uri}")
     assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
 
 
@@ -133,10 +118,10 @@ def _completion(content, usage=None):
     )
 
 
-def test_chat_content_given_as_text_parts_is_read(run_cell, servers):
+def test_chat_content_given_as_text_parts_is_read(run_spec, servers):
     parts = [{"type": "text", "text": "```json\n"}, {"type": "text", "text": ACTION + "\n```"}]
     server = servers(ChatServer(always(_completion(parts, {"prompt_tokens": 10, "completion_tokens": 2}))))
-    attempt = _run(run_cell, f"openai+{server.base_url}?model=m", budget_mode="decisions", max_policy_calls=2)
+    attempt = run_spec(f"openai+{server.base_url}?model=m", budget_mode="decisions", max_policy_calls=2)
     assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("task_failure", 10, 2)
 
 
@@ -150,9 +135,9 @@ def test_chat_content_given_as_text_parts_is_read(run_cell, servers):
     ],
     ids=["usage as a string", "a non-text part", "a number", "no choices list"],
 )
-def test_odd_chat_completions_are_malformed_output_not_an_evaluator_fault(run_cell, servers, completion):
+def test_odd_chat_completions_are_malformed_output_not_an_evaluator_fault(run_spec, servers, completion):
     server = servers(ChatServer(always(completion)))
-    attempt = _run(run_cell, f"openai+{server.base_url}?model=m")
+    attempt = run_spec(f"openai+{server.base_url}?model=m")
     assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("policy_error", "malformed_output", 1)
 
 
@@ -189,7 +174,7 @@ def test_an_evaluator_fault_keeps_what_was_recorded(run_cell, register_policy, m
 
 
 @pytest.mark.parametrize("content", [b"\x00random bytes", b"pickle"], ids=["random bytes", "a state_dict"])
-def test_a_torchscript_file_that_does_not_load_is_refused_at_launch(run_cell, tmp_path, content):
+def test_a_torchscript_file_that_does_not_load_is_refused_at_launch(run_spec, tmp_path, content):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
     path = tmp_path / "model.pt"
     if content == b"pickle":
@@ -197,23 +182,23 @@ def test_a_torchscript_file_that_does_not_load_is_refused_at_launch(run_cell, tm
     else:
         path.write_bytes(content)
     with pytest.raises(PolicySetupFailure, match="does not load"):
-        _run(run_cell, f"torchscript:{path}")
+        run_spec(f"torchscript:{path}")
 
 
-def test_a_torchscript_module_on_a_missing_cuda_device_is_refused_at_launch(run_cell, tmp_path):
+def test_a_torchscript_module_on_a_missing_cuda_device_is_refused_at_launch(run_spec, tmp_path):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     path = tmp_path / "zeros.pt"
     torch.jit.script(torch.nn.Identity()).save(str(path))
     with pytest.raises(PolicySetupFailure, match="does not load"):
-        _run(run_cell, f"torchscript:{path}?device=cuda")
+        run_spec(f"torchscript:{path}?device=cuda")
 
 
-def test_an_unreachable_policy_server_is_a_setup_error_before_any_call(run_cell):
+def test_an_unreachable_policy_server_is_a_setup_error_before_any_call(run_spec):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once it is closed
-    attempt = _run(run_cell, f"http://127.0.0.1:{port}/act")
+    attempt = run_spec(f"http://127.0.0.1:{port}/act")
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "policy_setup")
     assert attempt.policy_calls == 0 and "cannot be reached" in attempt.error_detail

@@ -26,24 +26,6 @@ from tests.servers.policies import (
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
 
-@pytest.fixture
-def servers():
-    started = []
-
-    def start(server):
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-def _run(run_cell, spec, **options):
-    policy_for(spec)
-    return run_cell(policy=Policy.objects.get(spec=spec).name, **options)
-
-
 def _assert_full_noop_episode(attempt, server):
     assert (attempt.outcome, attempt.error_type) == ("task_failure", "")
     assert attempt.environment_steps == attempt.steps.count() == 50
@@ -51,17 +33,17 @@ def _assert_full_noop_episode(attempt, server):
     assert list(attempt.decisions.values_list("executed", flat=True)) == [5] * 10
 
 
-def test_an_http_json_server_runs_a_full_episode(run_cell, servers):
+def test_an_http_json_server_runs_a_full_episode(run_spec, servers):
     server = servers(HttpPolicyServer(always(zero_chunk())))
-    attempt = _run(run_cell, server.url)
+    attempt = run_spec(server.url)
     _assert_full_noop_episode(attempt, server)
     assert attempt.accounting["provider_requests"] is None  # the server did not say: unknown, not zero
     assert attempt.accounting["latency_p50_ms"] > 0
 
 
-def test_the_http_request_follows_the_published_schema(run_cell, servers):
+def test_the_http_request_follows_the_published_schema(run_spec, servers):
     server = servers(HttpPolicyServer(always(zero_chunk())))
-    _run(run_cell, server.url, budget_mode="decisions", max_policy_calls=2)
+    run_spec(server.url, budget_mode="decisions", max_policy_calls=2)
     schema = json.loads((SCHEMAS / "policy-http-request.schema.json").read_text())
     for request in server.requests:
         jsonschema.validate(request, schema)
@@ -73,18 +55,18 @@ def test_the_http_request_follows_the_published_schema(run_cell, servers):
         jsonschema.validate({"stop": True, "actions": [[0.0]]}, response_schema)
 
 
-def test_server_reported_usage_is_recorded(run_cell, servers):
+def test_server_reported_usage_is_recorded(run_spec, servers):
     reply = {**zero_chunk(), "usage": {"provider_requests": 1, "input_tokens": 10, "output_tokens": 2}}
     server = servers(HttpPolicyServer(always(reply)))
-    attempt = _run(run_cell, server.url)
+    attempt = run_spec(server.url)
     assert attempt.accounting["provider_requests"] == 10
     assert (attempt.accounting["input_tokens"], attempt.accounting["output_tokens"]) == (100, 20)
     assert attempt.accounting["cost_usd"] is None
 
 
-def test_an_openpi_server_runs_a_full_episode(run_cell, servers):
+def test_an_openpi_server_runs_a_full_episode(run_spec, servers):
     server = servers(OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)})))
-    attempt = _run(run_cell, f"openpi+{server.uri}")
+    attempt = run_spec(f"openpi+{server.uri}")
     _assert_full_noop_episode(attempt, server)
     assert server.connections == 1  # one connection per episode, metadata first
     assert attempt.provenance["policy"]["transport"]["server_metadata"] == OpenPiServer.METADATA
@@ -93,7 +75,7 @@ def test_an_openpi_server_runs_a_full_episode(run_cell, servers):
     assert first["prompt"] == "pick up the black cube and hold it at the red target"
 
 
-def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tmp_path, media_root):
+def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_spec, tmp_path, media_root):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
 
     class Zeros(torch.nn.Module):
@@ -103,7 +85,7 @@ def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_cell, tm
 
     path = tmp_path / "zeros.pt"
     torch.jit.script(Zeros()).save(str(path))
-    attempt = _run(run_cell, f"torchscript:{path}")
+    attempt = run_spec(f"torchscript:{path}")
     assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("task_failure", 50, 10)
     assert attempt.action_decisions == 10
     assert attempt.accounting["provider_requests"] == 0
@@ -129,9 +111,9 @@ def test_a_torchscript_identity_follows_the_module_bytes(db, tmp_path):
 ACTION = json.dumps(zero_chunk())
 
 
-def test_single_response_issues_exactly_one_provider_request_per_act(run_cell, servers):
+def test_single_response_issues_exactly_one_provider_request_per_act(run_spec, servers):
     server = servers(ChatServer(always("```json\n" + ACTION + "\n```")))
-    attempt = _run(run_cell, f"openai+{server.base_url}?model=test-model", max_policy_calls=10)
+    attempt = run_spec(f"openai+{server.base_url}?model=test-model", max_policy_calls=10)
     assert attempt.campaign.policy.kind == "general_purpose_model_method"
     assert server.count == attempt.policy_calls == attempt.action_decisions == 10
     assert attempt.environment_steps == attempt.steps.count() == 50
@@ -145,11 +127,11 @@ def test_single_response_issues_exactly_one_provider_request_per_act(run_cell, s
     assert image.startswith("data:image/png;base64,")
 
 
-def test_agent_method_runs_its_declared_composition(run_cell, servers):
+def test_agent_method_runs_its_declared_composition(run_spec, servers):
     replies = lambda request, call: "The cube is left of the gripper." if call % 2 else ACTION  # noqa: E731
     server = servers(ChatServer(replies))
     spec = f"openai+{server.base_url}?model=m&composition=analyze,act&usd_per_1k_input=0.001&usd_per_1k_output=0.002"
-    attempt = _run(run_cell, spec, interaction_mode="agent_method", max_policy_calls=3, budget_mode="decisions")
+    attempt = run_spec(spec, interaction_mode="agent_method", max_policy_calls=3, budget_mode="decisions")
     assert attempt.campaign.protocol.protocol_id == "fetch-development/rgb/decision-3-prefix-5/agent-method/v1"
     assert server.count == 6 and attempt.accounting["provider_requests"] == 6
     # The act request sees the analysis of the same observation.
@@ -160,18 +142,18 @@ def test_agent_method_runs_its_declared_composition(run_cell, servers):
     assert attempt.accounting["cost_usd"] == pytest.approx(expected_cost)
 
 
-def test_a_composition_is_refused_under_single_response(run_cell, servers):
+def test_a_composition_is_refused_under_single_response(run_spec, servers):
     from evaluator.protocol.errors import ProtocolError
 
     server = servers(ChatServer(always(ACTION)))
     with pytest.raises(ProtocolError, match="exactly one request"):
-        _run(run_cell, f"openai+{server.base_url}?model=m&composition=analyze,act")
+        run_spec(f"openai+{server.base_url}?model=m&composition=analyze,act")
     assert server.count == 0
 
 
-def test_a_chat_answer_without_json_is_malformed_output_and_never_repaired(run_cell, servers):
+def test_a_chat_answer_without_json_is_malformed_output_and_never_repaired(run_spec, servers):
     server = servers(ChatServer(always("I would move the arm to the left.")))
-    attempt = _run(run_cell, f"openai+{server.base_url}?model=m")
+    attempt = run_spec(f"openai+{server.base_url}?model=m")
     assert (attempt.outcome, attempt.error_type) == ("policy_error", "malformed_output")
     assert server.count == attempt.policy_calls == 1
     assert attempt.accounting["provider_requests"] == 1
@@ -204,9 +186,9 @@ def _server(kind, behaviour):
     "kind, bad, outcome, error_type",
     [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI],
 )
-def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_cell, servers, kind, bad, outcome, error_type):
+def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_spec, servers, kind, bad, outcome, error_type):
     server = servers(_server(kind, first_then(bad)))
-    attempt = _run(run_cell, _spec(kind, server))
+    attempt = run_spec(_spec(kind, server))
     assert (attempt.outcome, attempt.error_type, attempt.success) == (outcome, error_type, False)
     assert attempt.policy_calls == server.count == 1  # never retried
     assert attempt.environment_steps == 0 and attempt.termination_reason == "error"
@@ -216,12 +198,10 @@ def test_a_bad_reply_ends_the_attempt_with_its_typed_error(run_cell, servers, ki
     "kind, bad, outcome, error_type",
     [("http", *case) for case in BAD_HTTP] + [("openpi", *case) for case in BAD_OPENPI],
 )
-def test_on_the_feedback_track_a_bad_reply_consumes_one_call(run_cell, servers, kind, bad, outcome, error_type):
+def test_on_the_feedback_track_a_bad_reply_consumes_one_call(run_spec, servers, kind, bad, outcome, error_type):
     # "Every rejected response consumes a policy call ... the same last acknowledged observation is reused."
     server = servers(_server(kind, first_then(bad)))
-    attempt = _run(
-        run_cell, _spec(kind, server), action_rejection_feedback=True, max_policy_calls=3, budget_mode="decisions"
-    )
+    attempt = run_spec(_spec(kind, server), action_rejection_feedback=True, max_policy_calls=3, budget_mode="decisions")
     assert (attempt.outcome, attempt.error_type) == ("task_failure", "")
     assert (attempt.policy_calls, attempt.rejected_calls, attempt.environment_steps) == (3, 1, 10)
     rejected = attempt.decisions.get(index=1)
