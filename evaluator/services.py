@@ -298,6 +298,14 @@ def policy_for(name_or_spec: str) -> Policy:
     """A registered policy by name; or the record of a spec string, found by its identity: the spec,
     its settings and, for a TorchScript module, the sha256 of the file as it is now, hashed at every
     launch (new weights are a new policy, never pooled with the old)."""
+    policy = policy_record(name_or_spec)
+    if policy.pk is None:
+        policy.save()
+    return policy
+
+
+def policy_record(name_or_spec: str) -> Policy:
+    """The policy a name or spec string means: the stored record, or an unsaved one for a new spec."""
     if not is_policy_spec(name_or_spec):
         existing = Policy.objects.filter(name=name_or_spec).first()
         if existing is None:
@@ -316,7 +324,6 @@ def policy_for(name_or_spec: str) -> Policy:
     if len(name) > 100 or Policy.objects.filter(name=name).exists():
         name = f"{name_or_spec[:80]}#{identity[:12]}"
     candidate.name = name
-    candidate.save()
     return candidate
 
 

@@ -29,10 +29,12 @@ from evaluator.services import (
     campaign_cells,
     campaign_report,
     check_can,
+    check_launch,
     compare_campaigns,
     do_launch_campaign,
     do_rerun,
     do_start_attempts,
+    policy_record,
 )
 from evaluator.verification import verify_attempt
 
@@ -124,6 +126,14 @@ def launch(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Campaign {campaign.pk} created with {len(data['tasks'])} pending cells.")
                 return redirect("evaluator:campaign", campaign.pk)
+        else:
+            # The preview runs every check that Create runs, and stores nothing.
+            try:
+                check_launch(
+                    data["benchmark"], data["tasks"], data["seed"], policy_record(data["policy"]), data["config"]
+                )
+            except ProtocolError as exc:
+                form.add_error(None, str(exc))
         if form.is_valid():
             preview = {"config": data["config"], "budgets": data["budgets"]}
     return render(request, "evaluator/launch.html", {"form": form, "preview": preview})

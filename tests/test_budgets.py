@@ -107,3 +107,22 @@ def test_simple_horizon_mode_runs_to_the_reference_horizon():
 def test_it_refuses_a_native_horizon_that_is_not_a_positive_integer(horizon):
     with pytest.raises(InvalidBudget):
         resolve_budget(configure("simpler_env"), horizon)
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("max_policy_calls", 10_001),
+        ("replan_interval", 1_001),
+        ("runner_step_cap", 100_001),
+        ("max_policy_calls", 10**9),
+    ],
+)
+def test_run_budgets_have_documented_upper_bounds(option, value):
+    # Issue "The dashboard as reviewers and operators need it", point 3: "a 10^9-call plan is refused with the bound".
+    from evaluator.protocol.errors import ProtocolError
+    from evaluator.protocol.identity import BUDGET_LIMITS, configure
+
+    with pytest.raises(ProtocolError, match=f"{option} must be at most {BUDGET_LIMITS[option]}"):
+        configure("simpler_env", **{option: value})
+    assert configure("simpler_env", **{option: BUDGET_LIMITS[option]})  # the bound itself is allowed

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from PIL import Image
 
-from evaluator.models import Attempt, Campaign
+from evaluator.models import Attempt, Campaign, Policy
 
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
 
@@ -84,6 +84,23 @@ def test_bad_input_gets_a_clear_message_and_creates_nothing(operator, change, me
     assert response.status_code == 200
     assert message in response.content.decode().replace("&#x27;", "'")
     assert not Campaign.objects.exists() and not Attempt.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"policy": "fetch-oracle"}, "reads privileged state"),
+        ({"budget_mode": "decisions", "max_policy_calls": "1000000000"}, "max_policy_calls must be at most 10000"),
+        ({"policy": "http://127.0.0.1:9/act?timeout_s=nan"}, "must be a finite number"),
+    ],
+)
+def test_the_preview_refuses_what_create_refuses(operator, change, message):
+    # "The preview runs every check that Create runs."
+    form = {k: v for k, v in LAUNCH.items() if k != "create"}
+    response = operator.post(reverse("evaluator:launch"), {**form, **change})
+    page = response.content.decode().replace("&#x27;", "'")
+    assert message in page and 'id="resolved-identity"' not in page
+    assert not Campaign.objects.exists() and not Policy.objects.filter(spec__startswith="http").exists()
 
 
 def test_every_form_is_csrf_protected(catalogs):

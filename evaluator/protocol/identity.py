@@ -205,6 +205,11 @@ class ProtocolConfig:
         }
 
 
+# Upper bounds of the run budgets: far above any native horizon (SIMPLE's longest is 1200 controls),
+# low enough that a typo cannot plan a billion policy calls.
+BUDGET_LIMITS = {"max_policy_calls": 10_000, "replan_interval": 1_000, "runner_step_cap": 100_000}
+
+
 def _positive(name: str, value: int | None) -> int | None:
     if value is None:
         return None
@@ -212,6 +217,8 @@ def _positive(name: str, value: int | None) -> int | None:
         raise InvalidBudget(f"{name} must be a whole number, got {value!r}")
     if value < 1:
         raise InvalidBudget(f"{name} must be at least 1, got {value}")
+    if value > BUDGET_LIMITS[name]:
+        raise InvalidBudget(f"{name} must be at most {BUDGET_LIMITS[name]}, got {value}")
     return value
 
 
