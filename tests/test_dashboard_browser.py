@@ -202,9 +202,9 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.click("#btn-take-over")
     page.wait_for_selector("#autonomy", state="visible")  # flagged at once, in the live view
     taken_at = int(page.inner_text("#live-step"))
-    for key in ("d", "d", "w"):
+    for key in ("d", "d", "w", "g", "g"):  # G toggles the gripper: closed, then open again
         page.keyboard.press(key)
-    wait_until(page, f"Number(document.getElementById('live').dataset.step) >= {taken_at + 3}", timeout=30)
+    wait_until(page, f"Number(document.getElementById('live').dataset.step) >= {taken_at + 5}", timeout=30)
     assert "(human)" in page.inner_text("#live-action")
     _shot(page, "live-taken-over")
     page.click("#btn-stop")
@@ -220,7 +220,13 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
         "select count(*) from evaluator_decision where attempt_id = ? and actor = 'human' and executed = 1",
         attempt_id,
     )[0][0]
-    assert human == 3
+    assert human == 5
+    chunks = _query(
+        db,
+        "select accepted_chunk from evaluator_decision where attempt_id = ? and actor = 'human' order by id",
+        attempt_id,
+    )
+    assert [json.loads(chunk)[0][-1] for (chunk,) in chunks] == [1, 1, 1, -1, 1]
     kinds = [
         k for (k,) in _query(db, "select kind from evaluator_intervention where attempt_id = ? order by id", attempt_id)
     ]
@@ -230,7 +236,7 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.wait_for_selector("#review[data-ready='1']")
     assert page.is_visible("#non-autonomous")
     assert page.locator("#timeline .intervention-mark").count() == 2
-    assert page.locator("#timeline .decision.human").count() == 3
+    assert page.locator("#timeline .decision.human").count() == 5
     step = _query(
         db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'", attempt_id
     )[0][0]

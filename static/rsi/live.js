@@ -98,13 +98,15 @@
   if ($("btn-send")) $("btn-send").addEventListener("click", () => intervene("action", { action: manual() }));
   if ($("btn-annotate")) $("btn-annotate").addEventListener("click", () => { intervene("annotate", { note: $("note").value }); $("note").value = ""; });
   const keys = { a: [0, -0.5], d: [0, 0.5], s: [1, -0.5], w: [1, 0.5], f: [2, -0.5], r: [2, 0.5] };
+  let gripper = 1; // the last component: open (1) until G closes it (-1); every key action carries it
   document.addEventListener("keydown", (e) => {
     if (!takenOver || e.target.tagName === "INPUT") return;
     const n = parseInt(root.dataset.contract, 10);
     const action = new Array(n).fill(0);
     if (e.key in keys) action[keys[e.key][0]] = keys[e.key][1];
-    else if (e.key === "g") action[n - 1] = action[n - 1] >= 0 ? -1 : 1;
+    else if (e.key === "g") gripper = -gripper;
     else return;
+    action[n - 1] = gripper;
     intervene("action", { action });
   });
 })();
