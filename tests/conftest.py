@@ -111,3 +111,18 @@ def servers():
     yield lambda server: started.append(server) or server
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def operator(client, catalogs):
+    """The test client logged in as an operator, with the built-in policies registered."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from evaluator.services import ensure_builtin_policies
+
+    ensure_builtin_policies()
+    user = get_user_model().objects.create_user("olga", password="pw")
+    user.groups.add(Group.objects.get(name="operator"))
+    client.force_login(user)
+    return client

@@ -28,15 +28,6 @@ def _user(name, *roles):
 
 
 @pytest.fixture
-def operator(client, catalogs):
-    from evaluator.services import ensure_builtin_policies
-
-    ensure_builtin_policies()
-    client.force_login(_user("olga", "operator"))
-    return client
-
-
-@pytest.fixture
 def reviewer(client, catalogs):
     client.force_login(_user("rita", "reviewer"))
     return client

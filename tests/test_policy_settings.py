@@ -3,8 +3,6 @@ and a refused launch stores nothing; web-launched TorchScript modules come from 
 (issue "Records that cannot lie, and inputs that cannot hurt", points 10 and 15)."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -30,17 +28,6 @@ def test_a_bad_setting_is_refused_with_its_bounds(setting, message):
     with pytest.raises(InvalidPolicySpec) as refused:
         parse_policy_spec(f"{SERVER}?{setting}")
     assert message in str(refused.value)
-
-
-@pytest.fixture
-def operator(client, catalogs):
-    from evaluator.services import ensure_builtin_policies
-
-    ensure_builtin_policies()
-    user = get_user_model().objects.create_user("olga", password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
-    client.force_login(user)
-    return client
 
 
 def _launch(client, policy: str, **extra):

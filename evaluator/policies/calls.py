@@ -75,10 +75,22 @@ def read_capped(response: http.client.HTTPResponse) -> bytes:
     return data
 
 
-def open_connection(parsed: urllib.parse.SplitResult, deadline: CallDeadline) -> http.client.HTTPConnection:
+def _transport_failure(exc: Exception, deadline: CallDeadline, what: str) -> PolicyFailure:
+    if deadline.expired or isinstance(exc, TimeoutError):
+        return deadline.failure()
+    return PolicyFailure(
+        ErrorType.POLICY_TRANSPORT, f"the connection to the {what} failed", f"{type(exc).__name__}: {exc}"
+    )
+
+
+def open_connection(parsed: urllib.parse.SplitResult, deadline: CallDeadline, what: str) -> http.client.HTTPConnection:
+    """A connection made within the call's deadline, or a typed PolicyFailure."""
     factory = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
     connection = factory(parsed.hostname, parsed.port, timeout=deadline.remaining())
-    connection.connect()
+    try:
+        connection.connect()
+    except (OSError, http.client.HTTPException) as exc:
+        raise _transport_failure(exc, deadline, what) from None
     # Headers and a large body go out in two writes: without this, Nagle's algorithm and
     # delayed ACKs can hold the body back for tens of milliseconds.
     connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -104,11 +116,7 @@ def post(
     except PolicyFailure:
         raise
     except (OSError, http.client.HTTPException) as exc:
-        if deadline.expired or isinstance(exc, TimeoutError):
-            raise deadline.failure() from None
-        raise PolicyFailure(
-            ErrorType.POLICY_TRANSPORT, f"the connection to the {what} failed", f"{type(exc).__name__}: {exc}"
-        ) from None
+        raise _transport_failure(exc, deadline, what) from None
 
 
 def check_reachable(parsed: urllib.parse.SplitResult, seconds: float, what: str) -> None:

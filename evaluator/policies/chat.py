@@ -8,7 +8,6 @@ tokens, latency and cost are recorded when known and kept unknown when not.
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import urllib.parse
@@ -122,12 +121,7 @@ class ChatPolicy(Policy):
             }
         ).encode()
         self.record_sent(body, "application/json")
-        try:
-            connection = open_connection(self.parsed, deadline)
-        except (OSError, http.client.HTTPException) as exc:
-            if deadline.expired or isinstance(exc, TimeoutError):
-                raise deadline.failure() from None
-            raise PolicyFailure(ErrorType.POLICY_TRANSPORT, "the connection to the model failed", repr(exc)) from None
+        connection = open_connection(self.parsed, deadline, "model")
         try:
             status, data = post(connection, f"{self.parsed.path}/chat/completions", body, deadline, "model")
         finally:

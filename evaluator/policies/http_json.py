@@ -46,15 +46,8 @@ class HttpJsonPolicy(Policy):
         self.record_sent(body, "application/json")
         try:
             if self.connection is None:
-                self.connection = open_connection(self.parsed, deadline)
+                self.connection = open_connection(self.parsed, deadline, "policy")
             status, data = post(self.connection, self.parsed.path or "/", body, deadline, "policy")
-        except (OSError, http.client.HTTPException) as exc:  # connecting failed
-            self._drop_connection()
-            if deadline.expired or isinstance(exc, TimeoutError):
-                raise deadline.failure() from None
-            raise PolicyFailure(
-                ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", f"{type(exc).__name__}: {exc}"
-            ) from None
         except PolicyFailure:
             self._drop_connection()
             raise
