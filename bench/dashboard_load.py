@@ -49,7 +49,7 @@ def populate(total: int) -> list[int]:
     campaigns = []
     for c in range(10):
         campaign = do_launch_campaign(
-            name=f"bench {c}", benchmark="fetch", task_names=["pick_and_place"], seed=c, policy=noop, config=config
+            name=f"bench {c}", benchmark="fetch", task_names=["pick_and_place"], seeds=[c], policy=noop, config=config
         )
         template = campaign.attempts.get()
         rng = random.Random(c)
@@ -123,7 +123,7 @@ def main() -> None:
         name="frames",
         benchmark="fetch",
         task_names=["pick_and_place"],
-        seed=3,
+        seeds=[3],
         policy=Policy.objects.get(name="noop"),
         config=configure("fetch"),
     )

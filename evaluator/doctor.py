@@ -89,6 +89,55 @@ def _simpler_verdict(inventory: dict, renderer_ok: bool, render_note: str) -> di
     return {"ready": ready, "reason": reason, "note": note, "missing_assets": missing}
 
 
+def _fetch_gl() -> tuple[str, str, bool]:
+    python = worker_spec("fetch").python
+    gl = mujoco_gl(python)
+    probe = [python, "-c", "import mujoco; c = mujoco.GLContext(8, 8); c.make_current()"]
+    return python, gl, _run(probe, {"MUJOCO_GL": gl}).returncode == 0
+
+
+def _fetch_verdict(gl: str, gl_ok: bool) -> dict:
+    return _verdict(gl_ok, f"MuJoCo renders with MUJOCO_GL={gl}" if gl_ok else f"no GL context with MUJOCO_GL={gl}")
+
+
+def _render_note(devices: list[dict], layer_env: dict) -> str:
+    if not (devices and all(d["type"] == "cpu" for d in devices)):
+        return ""
+    note = "lavapipe (CPU)" + (", through RSI's Vulkan layer" if layer_env else "")
+    return note + ": not the NVIDIA reference renderer; SAPIEN request timeouts are scaled for it"
+
+
+def _maniskill2_verdict(renderer: dict, render_note: str) -> dict:
+    reason = "SAPIEN creates its renderer" if renderer["ok"] else f"RenderDeviceUnavailable: {renderer['reason']}"
+    return _verdict(renderer["ok"], reason, render_note)
+
+
+HUMANOID_VERDICT = {
+    "ready": False,
+    "reason": "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
+    "RTX-class GPU (upstream_simple_facts.md §4-5)",
+    "note": "",
+}
+
+
+def benchmark_verdict(benchmark: str) -> dict:
+    """Whether this host can run one benchmark, and why not: the checks of `diagnose` for that
+    benchmark alone (the launch form asks for each benchmark)."""
+    if benchmark == "fetch":
+        _, gl, gl_ok = _fetch_gl()
+        return _fetch_verdict(gl, gl_ok)
+    if benchmark in ("maniskill2", "simpler_env"):
+        sapien, layer_env = worker_spec("maniskill2").python, vulkan_layer_env()
+        renderer = sapien_renderer(sapien, layer_env or LAYER_OFF)
+        note = _render_note(vulkan_devices(layer_env or LAYER_OFF)["devices"], layer_env)
+        if benchmark == "maniskill2":
+            return _maniskill2_verdict(renderer, note)
+        return _simpler_verdict(simpler_inventory(sapien), renderer["ok"], note)
+    if benchmark == "simple_humanoid":
+        return dict(HUMANOID_VERDICT)
+    return _verdict(False, f"no native worker for {benchmark!r} on this host")
+
+
 def diagnose() -> dict:
     sapien = worker_spec("maniskill2").python
     layer_built = (LAYER_DIR / "rsi_external_fd_layer.json").exists()
@@ -103,19 +152,8 @@ def diagnose() -> dict:
     }
     used = "with_layer" if layer_env else "without_layer"
     renderer, vulkan = renderers[used], devices[used]
-    fetch_python = worker_spec("fetch").python
-    gl = mujoco_gl(fetch_python)
-    gl_ok = (
-        _run(
-            [fetch_python, "-c", "import mujoco; c = mujoco.GLContext(8, 8); c.make_current()"], {"MUJOCO_GL": gl}
-        ).returncode
-        == 0
-    )
-    cpu_only = bool(vulkan["devices"]) and all(d["type"] == "cpu" for d in vulkan["devices"])
-    render_note = ""
-    if cpu_only:
-        render_note = "lavapipe (CPU)" + (", through RSI's Vulkan layer" if layer_env else "")
-        render_note += ": not the NVIDIA reference renderer; SAPIEN request timeouts are scaled for it"
+    fetch_python, gl, gl_ok = _fetch_gl()
+    render_note = _render_note(vulkan["devices"], layer_env)
     sapien_versions = {}
     if Path(sapien).exists():
         listing = _run([sapien, "-m", "pip", "list", "--format=freeze"]).stdout
@@ -125,20 +163,10 @@ def diagnose() -> dict:
         }
     inventory = simpler_inventory(sapien)
     benchmarks = {
-        "fetch": _verdict(
-            gl_ok, f"MuJoCo renders with MUJOCO_GL={gl}" if gl_ok else f"no GL context with MUJOCO_GL={gl}"
-        ),
-        "maniskill2": _verdict(
-            renderer["ok"],
-            "SAPIEN creates its renderer" if renderer["ok"] else f"RenderDeviceUnavailable: {renderer['reason']}",
-            render_note,
-        ),
+        "fetch": _fetch_verdict(gl, gl_ok),
+        "maniskill2": _maniskill2_verdict(renderer, render_note),
         "simpler_env": _simpler_verdict(inventory, renderer["ok"], render_note),
-        "simple_humanoid": _verdict(
-            False,
-            "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
-            "RTX-class GPU (upstream_simple_facts.md §4-5)",
-        ),
+        "simple_humanoid": dict(HUMANOID_VERDICT),
     }
     names = [d["name"] for d in vulkan["devices"]]
     sapien_would_use = names[0] if len(names) == 1 else f"the first suitable of: {', '.join(names)}" if names else None

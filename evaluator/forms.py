@@ -12,7 +12,9 @@ from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, configure
+from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
+from evaluator.services import plan_problems, policy_record
 
 BLANK = [("", "default")]
 
@@ -24,11 +26,26 @@ def _optional_int(label: str, help_text: str) -> forms.IntegerField:
 class LaunchForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Optional; a name is made from the plan.")
     benchmark = forms.ChoiceField()
-    tasks = forms.MultipleChoiceField(help_text="Cells of the plan, one per task.")
+    tasks = forms.MultipleChoiceField(required=False, help_text="The chosen benchmark's tasks.")
+    all_tasks = forms.BooleanField(required=False, label="all tasks", help_text="Every task of the benchmark's scope.")
     seed = forms.IntegerField(
-        label="reset seed",
-        help_text="Fixed with the plan; a whole number in [0, 2**32).",
+        label="base reset seed",
+        help_text="The first seed; a whole number in [0, 2**32).",
         error_messages={"invalid": "the reset seed must be a whole number in [0, 2**32)"},
+    )
+    repeats = forms.IntegerField(
+        label="seeds per task",
+        required=False,
+        initial=1,
+        min_value=1,
+        max_value=MAX_SEEDS,
+        help_text="N consecutive seeds from the base seed (default 1): one cell per (task, seed).",
+    )
+    seed_list = forms.CharField(
+        label="or these seeds",
+        required=False,
+        max_length=20_000,
+        help_text="e.g. 0, 7, 42: replaces the base seed and N. Frozen into the plan.",
     )
     policy = forms.CharField(
         max_length=500,
@@ -48,10 +65,11 @@ class LaunchForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["benchmark"].choices = [(b.name, b.title) for b in Benchmark.objects.all()]
-        self.fields["tasks"].choices = [
-            (t.name, f"{t.benchmark.name} / {t.name}")
-            for t in Task.objects.filter(in_catalog=True).select_related("benchmark")
-        ]
+        groups: dict[str, list] = {}
+        for task in Task.objects.filter(in_catalog=True).select_related("benchmark"):
+            groups.setdefault(task.benchmark.name, []).append((task.name, task.name))
+        # Grouped by benchmark: the page shows only the chosen benchmark's group.
+        self.fields["tasks"].choices = list(groups.items())
         self.fields["tasks"].error_messages["invalid_choice"] = "unknown task %(value)s"
 
     def clean_seed(self) -> int:
@@ -71,11 +89,36 @@ class LaunchForm(forms.Form):
         return value
 
     def clean(self) -> dict:
+        """Every problem at once: each part is checked as far as the fields it needs are valid."""
         data = super().clean()
-        if self.errors:
-            return data
+        problems: list[str] = []
+        config = self._config(data, problems)
+        seeds = self._seeds(data)
+        tasks = data.get("tasks") or []
+        if config is not None and data.get("all_tasks"):
+            catalog = load_catalog(config.benchmark)
+            tasks = [name for name in catalog.tasks if _in_scope(catalog, config, name)]
+        data["tasks"] = tasks
+        if config is not None:
+            data["config"], data["budgets"] = config, _budgets(config, tasks)
+            # check_launch's checks: the seeds' as a field (above), the rest here.
+            if seeds is not None:
+                try:
+                    check_cell_count(len(tasks), len(seeds))
+                except ProtocolError as exc:
+                    problems.append(str(exc))
+            if "policy" in data:
+                problems += plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config)
+        for problem in dict.fromkeys(problems):
+            self.add_error(None, problem)
+        data["seeds"] = seeds
+        return data
+
+    def _config(self, data: dict, problems: list[str]) -> ProtocolConfig | None:
+        if any(name in self.errors for name in CONFIG_FIELDS) or "benchmark" not in data:
+            return None
         try:
-            config = configure(
+            return configure(
                 data["benchmark"],
                 sensors=data["sensors"] or None,
                 interaction_mode=data["interaction_mode"] or None,
@@ -87,20 +130,50 @@ class LaunchForm(forms.Form):
                 runner_step_cap=data["runner_step_cap"],
                 task_scope=data["task_scope"] or None,
             )
-            catalog = load_catalog(config.benchmark)
-            budgets = []
-            for name in data["tasks"]:
-                budget = resolve_budget(config, catalog.task_in_scope(config, name).native_horizon)
-                budgets.append(
-                    (
-                        name,
-                        budget,
-                        full_chunk_calls(budget.evaluation_horizon, budget.replan_interval),
-                        budget.reaches(budget.evaluation_horizon),
-                    )
-                )
         except ProtocolError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        data["config"] = config
-        data["budgets"] = budgets
-        return data
+            problems.append(str(exc))
+            return None
+
+    def _seeds(self, data: dict) -> tuple[int, ...] | None:
+        try:
+            if data.get("seed_list", "").strip():
+                return parse_seed_list(data["seed_list"])
+            if "seed" in data and "repeats" in data:
+                return consecutive_seeds(data["seed"], data["repeats"] or 1)
+        except ProtocolError as exc:
+            self.add_error("seed_list" if data.get("seed_list", "").strip() else "repeats", str(exc))
+        return None
+
+
+CONFIG_FIELDS = (
+    "benchmark",
+    "sensors",
+    "interaction_mode",
+    "action_rejection_feedback",
+    "budget_mode",
+    "horizon_multiplier",
+    "max_policy_calls",
+    "replan_interval",
+    "runner_step_cap",
+    "task_scope",
+)
+
+
+def _in_scope(catalog, config: ProtocolConfig, name: str) -> bool:
+    try:
+        catalog.task_in_scope(config, name)
+    except ProtocolError:
+        return False
+    return True
+
+
+def _budgets(config: ProtocolConfig, tasks: list[str]) -> list[tuple]:
+    """Per task in scope: its budget, the full-chunk calls to reach its horizon, whether it can."""
+    catalog = load_catalog(config.benchmark)
+    rows = []
+    for name in tasks:
+        if name in catalog.tasks and _in_scope(catalog, config, name):
+            budget = resolve_budget(config, catalog.tasks[name].native_horizon)
+            calls = full_chunk_calls(budget.evaluation_horizon, budget.replan_interval)
+            rows.append((name, budget, calls, budget.reaches(budget.evaluation_horizon)))
+    return rows

@@ -169,6 +169,7 @@ class Campaign(models.Model):
         "task_names",
         "reset_selection",
         "seed",
+        "seeds",
         "policy_id",
         "protocol_id",
         "protocol_config",
@@ -180,7 +181,8 @@ class Campaign(models.Model):
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="campaigns")
     task_names = models.JSONField(help_text="The selected tasks, in plan order.")
     reset_selection = models.CharField(max_length=100, default="seed")
-    seed = models.BigIntegerField()
+    seed = models.BigIntegerField(help_text="The first of the seeds.")
+    seeds = models.JSONField(default=list, help_text="The frozen reset seeds: one cell per (task, seed).")
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="campaigns")
     protocol = models.ForeignKey(ProtocolIdentity, on_delete=models.PROTECT, related_name="campaigns")
     protocol_config = models.JSONField(help_text="The resolved configuration, run budgets included.")

@@ -11,7 +11,7 @@ import importlib.metadata
 import secrets
 import subprocess
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -44,9 +44,11 @@ from evaluator.protocol.actions import action_contract
 from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.errors import InvalidCombination, ProtocolError
+from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
 from evaluator.protocol.scoring import ErrorType, Outcome, StepResult, TerminationReason, score_episode
+from evaluator.protocol.seeds import check_cell_count, check_seeds
+from evaluator.readiness import readiness
 from evaluator.runners import this_process
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -55,7 +57,11 @@ PRIVILEGED_POLICIES = {"fetch-oracle": "privileged-state"}
 
 
 class LaunchRefused(ProtocolError):
-    pass
+    """A plan that cannot be launched, with every reason found (the form shows them all at once)."""
+
+    def __init__(self, problems: list[str] | str):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 def ensure_builtin_policies() -> list[Policy]:
@@ -65,32 +71,63 @@ def ensure_builtin_policies() -> list[Policy]:
     ]
 
 
+def check_ready(benchmark: str) -> None:
+    """Cells that nothing here can run are refused with the reason, before they are created or start."""
+    verdict = readiness(benchmark)
+    if not verdict.ready:
+        raise LaunchRefused(f"this executor cannot run {benchmark}: {verdict.reason}")
+
+
 def check_launch(
-    benchmark: str, task_names: list[str], seed: int, policy: Policy, config: ProtocolConfig
+    benchmark: str, task_names: list[str], seeds: Sequence[int], policy: Policy, config: ProtocolConfig
 ) -> list[Task]:
+    """Every check of a plan, all of them run: the refusal lists each problem found."""
+    problems = _problems(lambda: check_seeds(seeds), lambda: check_cell_count(len(task_names), len(seeds)))
+    problems += plan_problems(benchmark, task_names, policy, config)
+    if problems:
+        raise LaunchRefused(problems)
+    tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
+    return [tasks[n] for n in task_names]
+
+
+def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig) -> list[str]:
+    """What is wrong with a plan apart from its seeds (the launch form checks those as a field)."""
     if config.benchmark != benchmark:
-        raise LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")
+        return [f"the configuration is for {config.benchmark}, not {benchmark}"]
+    problems: list[str] = []
     if not config.is_current_interface:
-        raise LaunchRefused(
+        problems.append(
             f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one"
         )
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise LaunchRefused(f"the reset seed must be a whole number in [0, 2**32), got {seed!r}")
     if not task_names:
-        raise LaunchRefused("select at least one task")
+        problems.append("select at least one task")
     catalog = load_catalog(benchmark)
-    for name in task_names:
-        catalog.task_in_scope(config, name)
+    problems += _problems(*(functools.partial(catalog.task_in_scope, config, name) for name in task_names))
     required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
     if required and config.sensors != required:
-        raise InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}")
+        problems.append(f"policy {policy.name} reads privileged state: select sensors {required!r}")
     # Refuses settings it cannot use; a local module must load. No server is contacted.
-    build_policy(policy.spec, policy.settings, config).verify()
-    tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
-    missing = [n for n in task_names if n not in tasks]
+    problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
+    loaded = set(
+        Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True).values_list(
+            "name", flat=True
+        )
+    )
+    missing = [n for n in task_names if n not in loaded and n in catalog.tasks]
     if missing:
-        raise LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs")
-    return [tasks[n] for n in task_names]
+        problems.append(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs")
+    return problems + _problems(lambda: check_ready(benchmark))
+
+
+def _problems(*checks: Callable[[], object]) -> list[str]:
+    """The messages of the checks that refuse, in order; every check runs."""
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except ProtocolError as exc:
+            problems.extend(getattr(exc, "problems", [str(exc)]))
+    return problems
 
 
 @transaction.atomic
@@ -99,17 +136,17 @@ def do_launch_campaign(
     name: str,
     benchmark: str,
     task_names: list[str],
-    seed: int,
+    seeds: Sequence[int],
     policy: Policy | str,
     config: ProtocolConfig,
     mode: str = Campaign.Mode.FAST,
     user=None,
 ) -> Campaign:
-    """Freeze a campaign's plan. `policy` may be a name or spec string: its record is made in the same
-    transaction, so a refused launch stores nothing."""
+    """Freeze a campaign's plan: one pending cell per (task, seed), task by task. `policy` may be a
+    name or spec string: its record is made in the same transaction, so a refused launch stores nothing."""
     if isinstance(policy, str):
         policy = policy_for(policy)
-    tasks = check_launch(benchmark, task_names, seed, policy, config)
+    tasks = check_launch(benchmark, task_names, seeds, policy, config)
     identity, _ = ProtocolIdentity.objects.get_or_create(
         protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}
     )
@@ -118,7 +155,8 @@ def do_launch_campaign(
         name=name,
         benchmark=Benchmark.objects.get(name=benchmark),
         task_names=list(task_names),
-        seed=seed,
+        seed=seeds[0],
+        seeds=list(seeds),
         policy=policy,
         protocol=identity,
         protocol_config=config.as_dict(),
@@ -126,7 +164,8 @@ def do_launch_campaign(
         provenance=catalog.provenance,
         created_by=user,
     )
-    for index, task in enumerate(tasks):
+    cells = [(task, seed) for task in tasks for seed in seeds]
+    for index, (task, seed) in enumerate(cells):
         Attempt.objects.create(
             campaign=campaign,
             task=task,
@@ -148,6 +187,9 @@ def check_start(user, attempts: list[Attempt]) -> list[Attempt]:
     startable = [a for a in attempts if a.status == Attempt.Status.PENDING]
     if not startable:
         raise LaunchRefused("no pending cell to start")
+    ids = [a.pk for a in startable]
+    for benchmark in Benchmark.objects.filter(campaigns__attempts__in=ids).distinct().order_by("name"):
+        check_ready(benchmark.name)
     return startable
 
 
@@ -170,6 +212,7 @@ def check_rerun(user, attempt: Attempt) -> None:
     check_can(user, "start_attempt")
     if not attempt.is_finished:
         raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}: only a finished attempt can be re-run")
+    check_ready(attempt.campaign.benchmark.name)
 
 
 def do_rerun(user, attempt: Attempt) -> Attempt:
@@ -253,7 +296,8 @@ def compare_campaigns(a: list[Attempt], b: list[Attempt]) -> Comparison:
     def outcomes(cells):
         return {(c.task.name, c.seed): Outcome(c.outcome) if c.is_finished else None for c in cells}
 
-    return compare(outcomes(a), outcomes(b))
+    human = {(c.task.name, c.seed) for c in [*a, *b] if not c.autonomous}
+    return compare(outcomes(a), outcomes(b), human)
 
 
 def config_of(campaign: Campaign) -> ProtocolConfig:

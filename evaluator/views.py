@@ -25,16 +25,15 @@ from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
+from evaluator.readiness import Readiness, readiness
 from evaluator.services import (
     campaign_cells,
     campaign_report,
     check_can,
-    check_launch,
     compare_campaigns,
     do_launch_campaign,
     do_rerun,
     do_start_attempts,
-    policy_record,
 )
 from evaluator.verification import verify_attempt
 
@@ -59,6 +58,7 @@ def benchmarks(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "benchmark": b,
+            "readiness": readiness(b.name),
             "default_protocol": configure(b.name).protocol_id if b.name in FAMILIES else None,
             "tasks": [t for t in b.tasks.all() if t.in_catalog],
         }
@@ -108,35 +108,51 @@ def launch(request: HttpRequest) -> HttpResponse:
     _require(request, "launch_campaign")
     form = LaunchForm(request.POST or None, initial={"seed": 0, "policy": "noop"})
     preview = None
+    # The form runs every check Create runs (check_launch), so the preview refuses what Create refuses.
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         if "create" in request.POST:
             try:
                 campaign = do_launch_campaign(
-                    name=data["name"] or f"{data['benchmark']}: {', '.join(data['tasks'])} (seed {data['seed']})",
+                    name=data["name"] or _plan_name(data),
                     benchmark=data["benchmark"],
                     task_names=data["tasks"],
-                    seed=data["seed"],
+                    seeds=data["seeds"],
                     policy=data["policy"],
                     config=data["config"],
                     user=request.user,
                 )
             except ProtocolError as exc:
-                form.add_error(None, str(exc))
+                for problem in getattr(exc, "problems", [str(exc)]):
+                    form.add_error(None, problem)
             else:
-                messages.success(request, f"Campaign {campaign.pk} created with {len(data['tasks'])} pending cells.")
+                cells = campaign.attempts.count()
+                messages.success(request, f"Campaign {campaign.pk} created with {cells} pending cells.")
                 return redirect("evaluator:campaign", campaign.pk)
-        else:
-            # The preview runs every check that Create runs, and stores nothing.
-            try:
-                check_launch(
-                    data["benchmark"], data["tasks"], data["seed"], policy_record(data["policy"]), data["config"]
-                )
-            except ProtocolError as exc:
-                form.add_error(None, str(exc))
         if form.is_valid():
-            preview = {"config": data["config"], "budgets": data["budgets"]}
-    return render(request, "evaluator/launch.html", {"form": form, "preview": preview})
+            preview = {
+                "config": data["config"],
+                "budgets": data["budgets"],
+                "seeds": data["seeds"],
+                "cells": len(data["tasks"]) * len(data["seeds"]),
+            }
+    return render(
+        request,
+        "evaluator/launch.html",
+        {"form": form, "preview": preview, "readiness": _readiness_rows()},
+    )
+
+
+def _plan_name(data: dict) -> str:
+    seeds = data["seeds"]
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds from {seeds[0]}"
+    tasks = data["tasks"]
+    task_text = ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks"
+    return f"{data['benchmark']}: {task_text} ({seed_text})"
+
+
+def _readiness_rows() -> list[Readiness]:
+    return [readiness(name) for name in Benchmark.objects.order_by("name").values_list("name", flat=True)]
 
 
 @login_required
@@ -381,7 +397,7 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
             "protocol_id": campaign.protocol.protocol_id,
             "plan": {
                 "tasks": campaign.task_names,
-                "seed": campaign.seed,
+                "seeds": campaign.seeds,
                 "policy": campaign.policy.name,
                 "protocol_config": campaign.protocol_config,
                 "mode": campaign.mode,

@@ -19,27 +19,28 @@ def catalogs(db):
 
 @pytest.fixture
 def make_attempt(catalogs):
-    """A pending attempt of a one-cell SimplerEnv campaign."""
+    """A pending attempt of a one-cell campaign (SimplerEnv unless told), made without launch checks."""
 
-    def make(task_name="widowx_spoon_on_towel", seed=7, **fields):
-        config = configure("simpler_env")
+    def make(task_name="widowx_spoon_on_towel", seed=7, benchmark="simpler_env", **fields):
+        config = configure(benchmark)
         identity, _ = ProtocolIdentity.objects.get_or_create(
-            protocol_id=config.protocol_id, defaults={"benchmark": "simpler_env", "configuration": config.as_dict()}
+            protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}
         )
         policy, _ = Policy.objects.get_or_create(
             name="noop", defaults={"kind": Policy.Kind.SCRIPTED_HARNESS_CHECK, "spec": "builtin:noop"}
         )
         campaign = Campaign.objects.create(
             name="test campaign",
-            benchmark=catalogs["simpler_env"],
+            benchmark=catalogs[benchmark],
             task_names=[task_name],
             seed=seed,
+            seeds=[seed],
             policy=policy,
             protocol=identity,
             protocol_config=config.as_dict(),
-            provenance=load_catalog("simpler_env").provenance,
+            provenance=load_catalog(benchmark).provenance,
         )
-        task = Task.objects.get(benchmark__name="simpler_env", name=task_name)
+        task = Task.objects.get(benchmark__name=benchmark, name=task_name)
         return Attempt.objects.create(
             campaign=campaign,
             task=task,
@@ -72,7 +73,7 @@ def run_cell(catalogs, media_root):
             name="test",
             benchmark=benchmark,
             task_names=[task],
-            seed=seed,
+            seeds=[seed],
             policy=Policy.objects.get(name=policy),
             config=config,
         )

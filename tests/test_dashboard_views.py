@@ -203,7 +203,7 @@ def test_a_campaign_exports_its_plan_aggregates_and_attempts(admin_client, finis
     data = json.loads(
         admin_client.get(reverse("evaluator:export_campaign", args=[finished.campaign_id, "json"])).content
     )
-    assert data["plan"]["tasks"] == ["pick_and_place"] and data["plan"]["seed"] == 3
+    assert data["plan"]["tasks"] == ["pick_and_place"] and data["plan"]["seeds"] == [3]
     assert data["aggregates"]["overall"]["attempt_success_rate"]["denominator"] == 1
     assert data["attempts"][0]["environment_steps"] == 30
     rows = list(
@@ -236,7 +236,7 @@ def test_starting_a_cell_queues_it_once_after_commit(
 
     submitted = []
     monkeypatch.setattr(executor, "submit", submitted.append)
-    attempt = make_attempt()
+    attempt = make_attempt("reach", benchmark="fetch")
     with django_capture_on_commit_callbacks(execute=True):
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))

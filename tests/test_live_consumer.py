@@ -42,7 +42,7 @@ def _pending(policy="noop", **options):
         name="live",
         benchmark="fetch",
         task_names=["pick_and_place"],
-        seed=3,
+        seeds=[3],
         policy=Policy.objects.get(name=policy),
         config=config,
     )

@@ -107,7 +107,7 @@ def test_a_cell_whose_module_changed_since_launch_refuses_to_run(catalogs, media
         name="frozen",
         benchmark="fetch",
         task_names=["reach"],
-        seed=0,
+        seeds=[0],
         policy=f"torchscript:{path}",
         config=configure("fetch"),
     )

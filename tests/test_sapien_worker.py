@@ -77,9 +77,17 @@ def test_a_sapien_worker_killed_mid_episode_is_an_infrastructure_error(run_cell,
     assert attempt.environment_steps == 10 and attempt.artifacts.filter(kind="video").exists()
 
 
-def test_without_the_layer_lavapipe_is_a_typed_render_device_error(run_cell, monkeypatch):
+def test_without_the_layer_lavapipe_is_refused_at_launch_and_a_typed_render_device_error_in_the_worker(
+    run_cell, make_attempt, media_root, monkeypatch
+):
+    from evaluator.services import LaunchRefused, do_run_attempt
+
     monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
-    attempt = run_cell(benchmark="maniskill2", task="pick_cube", policy="noop", seed=0)
+    # "refuse to start cells that nothing can run, with that reason"
+    with pytest.raises(LaunchRefused, match="this executor cannot run maniskill2: RenderDeviceUnavailable"):
+        run_cell(benchmark="maniskill2", task="pick_cube", policy="noop", seed=0)
+    # Should a cell start anyway (made before the host changed), the worker types the failure.
+    attempt = do_run_attempt(make_attempt("pick_cube", seed=0, benchmark="maniskill2"))
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "render_device_unavailable")
     assert "ErrorExtensionNotPresent" in attempt.error_detail
     assert attempt.environment_steps == 0
@@ -176,9 +184,15 @@ def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkey
     assert diagnose()["benchmarks"]["simpler_env"]["ready"]  # the same checks pass once it is there
 
 
-def test_simpler_env_without_the_pinned_upstream_is_an_install_error_before_any_control(run_cell):
+def test_simpler_env_without_the_pinned_upstream_is_refused_at_launch_and_an_install_error_in_the_worker(
+    run_cell, make_attempt, media_root
+):
+    from evaluator.services import LaunchRefused, do_run_attempt
+
     # Here .venv-sapien holds ManiSkill2 0.5.3 but not the pinned SimplerEnv upstream.
-    attempt = run_cell(benchmark="simpler_env", task="widowx_spoon_on_towel", policy="noop", seed=1)
+    with pytest.raises(LaunchRefused, match="this executor cannot run simpler_env: .*not installed"):
+        run_cell(benchmark="simpler_env", task="widowx_spoon_on_towel", policy="noop", seed=1)
+    attempt = do_run_attempt(make_attempt("widowx_spoon_on_towel", seed=1))
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
     assert "simpler_env is not installed here" in attempt.error_detail
     assert attempt.environment_steps == 0 and attempt.policy_calls == 0

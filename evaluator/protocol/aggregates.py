@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from .scoring import Outcome
@@ -146,16 +146,22 @@ class Comparison:
     only_a: int
     only_b: int
     unpaired: int  # cells in only one campaign, or not completed in both
+    non_autonomous: int = 0  # cells a human intervened in, in either campaign: kept out of every count above
 
     @property
     def discordant(self) -> int:
         return self.only_a + self.only_b
 
 
-def compare(a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None]) -> Comparison:
-    """Pair the cells two campaigns share; only protocol-completed outcomes can pair."""
+def compare(
+    a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None], non_autonomous: Collection[tuple] = ()
+) -> Comparison:
+    """Pair the cells two campaigns share; only protocol-completed outcomes of autonomous attempts pair."""
     counts = Counter()
     for key in set(a) | set(b):
+        if key in non_autonomous:
+            counts["non_autonomous"] += 1
+            continue
         outcome_a, outcome_b = a.get(key), b.get(key)
         if (
             outcome_a is None
@@ -178,4 +184,5 @@ def compare(a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None]
         only_a=counts["only_a"],
         only_b=counts["only_b"],
         unpaired=counts["unpaired"],
+        non_autonomous=counts["non_autonomous"],
     )

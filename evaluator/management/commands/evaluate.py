@@ -62,7 +62,7 @@ class Command(DatabaseCommand):
                 name=f"evaluate {config.benchmark}/{options['task']} seed {options['seed']}",
                 benchmark=config.benchmark,
                 task_names=[options["task"]],
-                seed=options["seed"],
+                seeds=[options["seed"]],
                 policy=options["policy"],
                 config=config,
             )

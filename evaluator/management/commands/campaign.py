@@ -1,0 +1,95 @@
+import json
+
+from django.core.management.base import CommandError
+
+from evaluator.catalog_sync import sync_catalog
+from evaluator.management.commands.evaluate import ProgressBar
+from evaluator.management.database import DatabaseCommand
+from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
+from evaluator.models import Attempt
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
+from evaluator.services import (
+    campaign_cells,
+    campaign_report,
+    do_launch_campaign,
+    do_run_attempt,
+    ensure_builtin_policies,
+)
+
+
+class Command(DatabaseCommand):
+    help = (
+        "Create a campaign from the shell: its tasks x frozen reset seeds become pending cells, as the launch "
+        "form makes them. With --run, run every cell here, one after the other, and print the aggregates. "
+        "Takes the protocol options of `manage.py protocol`."
+    )
+
+    def add_arguments(self, parser):
+        add_protocol_arguments(parser)
+        parser.add_argument("--tasks", nargs="+", required=True, help="task names of the catalog, or: all")
+        parser.add_argument("--policy", required=True, help="a registered policy name or a spec string")
+        seeds = parser.add_mutually_exclusive_group()
+        seeds.add_argument("--seeds", help='the reset seeds, e.g. "0,7,42"')
+        seeds.add_argument("--repeats", type=int, default=1, help="N consecutive seeds from --base-seed (default 1)")
+        parser.add_argument("--base-seed", type=int, default=0, help="the first seed of --repeats (default 0)")
+        parser.add_argument("--name", help="the campaign's name (default: made from the plan)")
+        parser.add_argument("--run", action="store_true", help="run every pending cell in this process")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    def handle(self, *args, **options):
+        ensure_builtin_policies()
+        try:
+            config = config_from_options(options)
+            catalog = load_catalog(config.benchmark)
+            sync_catalog(catalog)
+            tasks = list(catalog.tasks) if options["tasks"] == ["all"] else options["tasks"]
+            if options["seeds"]:
+                seeds = parse_seed_list(options["seeds"])
+            else:
+                seeds = consecutive_seeds(options["base_seed"], options["repeats"])
+            campaign = do_launch_campaign(
+                name=options["name"] or f"{config.benchmark}: {len(tasks)} tasks x {len(seeds)} seeds (shell)",
+                benchmark=config.benchmark,
+                task_names=tasks,
+                seeds=seeds,
+                policy=options["policy"],
+                config=config,
+            )
+        except ProtocolError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        cells = campaign_cells(campaign)
+        self.stderr.write(
+            f"campaign {campaign.pk}: {len(cells)} cells ({len(tasks)} tasks x {len(seeds)} seeds), "
+            f"protocol {config.protocol_id}"
+        )
+        if options["run"]:
+            for number, cell in enumerate(cells, 1):
+                self.stderr.write(f"cell {number}/{len(cells)}: {cell.task.name} seed {cell.seed}")
+                progress = None if options["no_progress"] else ProgressBar(self.stderr)
+                finished = do_run_attempt(cell, progress=progress)
+                if progress:
+                    progress.close()
+                self.stderr.write(f"  {finished.outcome}{f' ({finished.error_type})' if finished.error_type else ''}")
+        cells = list(Attempt.objects.filter(pk__in=[c.pk for c in cells]).select_related("task").order_by("cell_index"))
+        summary = {
+            "campaign": campaign.pk,
+            "protocol_id": config.protocol_id,
+            "tasks": tasks,
+            "seeds": list(seeds),
+            "cells": [{"attempt": c.pk, "task": c.task.name, "seed": c.seed, "status": c.status} for c in cells],
+            "aggregates": campaign_report(cells).as_dict(),
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=2))
+            return
+        overall = summary["aggregates"]["overall"]
+        for key in ("campaign", "protocol_id"):
+            self.stdout.write(f"{key:<24} {summary[key]}")
+        self.stdout.write(f"{'cells':<24} {len(cells)} ({sum(c.is_finished for c in cells)} finished)")
+        rate = overall["success_rate"]
+        interval = (
+            f" [{rate['wilson95_low']:.3f}, {rate['wilson95_high']:.3f}]" if rate["wilson95_low"] is not None else ""
+        )
+        self.stdout.write(f"{'success_rate':<24} {rate['numerator']}/{rate['denominator']}{interval}")

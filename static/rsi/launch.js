@@ -1,0 +1,26 @@
+// Launch form: the task list follows the chosen benchmark; "all tasks" stands for every one of them.
+(function () {
+  "use strict";
+  const benchmark = document.getElementById("id_benchmark");
+  const tasks = document.getElementById("id_tasks");
+  const all = document.getElementById("id_all_tasks");
+  if (!benchmark || !tasks) return;
+
+  function follow() {
+    tasks.querySelectorAll("optgroup").forEach((group) => {
+      const shown = group.label === benchmark.value;
+      group.hidden = !shown;
+      group.disabled = !shown;
+      if (!shown) Array.from(group.children).forEach((option) => { option.selected = false; });
+    });
+    const readiness = document.querySelector(`#readiness tr[data-benchmark="${benchmark.value}"]`);
+    benchmark.classList.toggle("not-ready", !!readiness && readiness.dataset.ready === "0");
+  }
+  function allTasks() {
+    if (all) tasks.disabled = all.checked;
+  }
+  benchmark.addEventListener("change", follow);
+  if (all) all.addEventListener("change", allTasks);
+  follow();
+  allTasks();
+})();

@@ -1,0 +1,257 @@
+"""Campaign plans with repeats, readiness before launch, one truth for the preview and Create
+(issue 12, points 1-3)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from evaluator.models import Artifact, Attempt, Campaign, Policy, RecordImmutable
+from evaluator.protocol.identity import configure
+from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
+from evaluator.services import (
+    LaunchRefused,
+    campaign_cells,
+    compare_campaigns,
+    do_launch_campaign,
+    do_start_attempts,
+    ensure_builtin_policies,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
+FETCH_TASKS = ["pick_and_place", "push", "reach", "slide"]
+
+
+@pytest.fixture
+def noop(catalogs):
+    ensure_builtin_policies()
+    return Policy.objects.get(name="noop")
+
+
+def _launch(noop, seeds, tasks=FETCH_TASKS, **options):
+    return do_launch_campaign(
+        name="repeats",
+        benchmark="fetch",
+        task_names=tasks,
+        seeds=seeds,
+        policy=noop,
+        config=configure("fetch", **options),
+    )
+
+
+def _finish(cell: Attempt, outcome: str, autonomous: bool = True) -> None:
+    """A cell's stored end, without running it (a finished attempt has its evidence manifest)."""
+    Artifact.objects.create(attempt=cell, kind="manifest", path=f"attempts/{cell.pk}/manifest.json", sha256="0", size=0)
+    Attempt.objects.filter(pk=cell.pk).update(status="finished", outcome=outcome, autonomous=autonomous)
+
+
+def test_a_plan_has_one_pending_cell_per_task_and_seed(noop):
+    # "Let the operator choose several frozen reset seeds per task ... frozen into the plan"
+    campaign = _launch(noop, [0, 1, 2])
+    cells = campaign_cells(campaign)
+    assert [(c.task.name, c.seed) for c in cells] == [(t, s) for t in FETCH_TASKS for s in (0, 1, 2)]
+    assert [c.cell_index for c in cells] == list(range(12))
+    assert all(c.status == "pending" for c in cells)
+    assert campaign.seeds == [0, 1, 2]
+
+
+def test_the_protocol_identity_does_not_change_with_the_number_of_seeds(noop):
+    # "The protocol identity does not change with the number of seeds; the plan records them."
+    one, three = _launch(noop, [5]), _launch(noop, [5, 6, 7])
+    assert one.protocol.protocol_id == three.protocol.protocol_id
+    assert (one.seeds, three.seeds) == ([5], [5, 6, 7])
+
+
+def test_the_seeds_of_a_plan_cannot_change(noop):
+    campaign = _launch(noop, [0, 1])
+    campaign.seeds = [0, 1, 2]
+    with pytest.raises(RecordImmutable, match="seeds"):
+        campaign.save()
+    assert Campaign.objects.get().seeds == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "seeds, message",
+    [
+        ([], "at least one reset seed"),
+        ([1, 2, 1], "seed 1 is listed twice"),
+        ([2**32], "whole number in \\[0, 2\\*\\*32\\)"),
+        ([True], "whole number"),
+        (list(range(2600)), "at most 1000 seeds"),
+    ],
+)
+def test_bad_seed_lists_are_refused_and_nothing_is_stored(noop, seeds, message):
+    with pytest.raises(LaunchRefused, match=message):
+        _launch(noop, seeds)
+    assert not Campaign.objects.exists() and not Attempt.objects.exists()
+
+
+def test_a_plan_of_more_than_ten_thousand_cells_is_refused_with_the_bound():
+    with pytest.raises(InvalidSeeds, match="at most 10000"):
+        from evaluator.protocol.seeds import check_cell_count
+
+        check_cell_count(11, 1000)
+
+
+def test_seeds_are_written_as_a_list_or_as_n_from_a_base():
+    assert parse_seed_list("0, 7 42") == (0, 7, 42)
+    assert consecutive_seeds(10, 3) == (10, 11, 12)
+    with pytest.raises(InvalidSeeds, match="pass 2\\*\\*32 - 1"):
+        consecutive_seeds(2**32 - 2, 3)
+    with pytest.raises(InvalidSeeds, match="got 'x1'"):
+        parse_seed_list("3, x1")
+    assert check_seeds([4, 2]) == (4, 2)  # the order is the plan's
+
+
+def test_aggregates_count_every_seed_of_a_task(noop):
+    # "aggregates per task and overall over all of them, with the interval"
+    from evaluator.services import campaign_report
+
+    campaign = _launch(noop, [0, 1, 2], tasks=["reach"])
+    cells = campaign_cells(campaign)
+    for cell, outcome in zip(cells, ["success", "success", "task_failure"], strict=True):
+        _finish(cell, outcome)
+    report = campaign_report(campaign_cells(campaign)).as_dict()
+    reach = report["per_task"]["reach"]
+    assert (reach["selected"], reach["successes"], reach["success_rate"]["denominator"]) == (3, 2, 3)
+    assert 0 < reach["success_rate"]["wilson95_low"] < 2 / 3 < reach["success_rate"]["wilson95_high"] < 1
+    assert report["overall"]["attempted"] == 3
+
+
+def test_the_paired_comparison_pairs_cells_by_task_and_seed(noop):
+    # "the paired comparison pairs cells by (task, seed)"
+    a, b = _launch(noop, [0, 1], tasks=["reach"]), _launch(noop, [1, 0], tasks=["reach"])
+    outcomes = {(0, "a"): "success", (1, "a"): "task_failure", (0, "b"): "task_failure", (1, "b"): "task_failure"}
+    for label, campaign in (("a", a), ("b", b)):
+        for cell in campaign_cells(campaign):
+            _finish(cell, outcomes[(cell.seed, label)])
+    comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
+    # Seed 0 is discordant (a succeeded, b failed); seed 1 fails in both, whatever the cell order.
+    assert (comparison.only_a, comparison.only_b, comparison.neither, comparison.pairs) == (1, 0, 1, 2)
+
+
+def test_the_comparison_keeps_non_autonomous_pairs_out_of_the_discordance_count(noop):
+    # "marks non-autonomous pairs and keeps them out of the discordance count"
+    a, b = _launch(noop, [0, 1], tasks=["reach"]), _launch(noop, [0, 1], tasks=["reach"])
+    for campaign, outcome in ((a, "success"), (b, "task_failure")):
+        for cell in campaign_cells(campaign):
+            _finish(cell, outcome, autonomous=not (campaign == b and cell.seed == 1))
+    comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
+    assert (comparison.discordant, comparison.pairs, comparison.non_autonomous) == (1, 1, 1)
+
+
+def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(catalogs):
+    # "refuse to start cells that nothing can run, with that reason"
+    ensure_builtin_policies()
+    with pytest.raises(LaunchRefused, match="this executor cannot run simple_humanoid: no SIMPLE worker on this host"):
+        do_launch_campaign(
+            name="humanoid",
+            benchmark="simple_humanoid",
+            task_names=["G1WholebodyBendPickMP-v0"],
+            seeds=[0],
+            policy="noop",
+            config=configure("simple_humanoid"),
+        )
+    assert not Campaign.objects.exists()
+
+
+def test_a_cell_of_an_unrunnable_benchmark_is_not_started(make_attempt, django_user_model):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user("olga")
+    user.groups.add(Group.objects.get(name="operator"))
+    attempt = make_attempt("G1WholebodyBendPickMP-v0", benchmark="simple_humanoid")
+    with pytest.raises(LaunchRefused, match="cannot run simple_humanoid"):
+        do_start_attempts(user, [attempt])
+    attempt.refresh_from_db()
+    assert attempt.status == "pending"
+
+
+def test_the_preview_shows_the_seeds_and_the_cell_count(operator):
+    response = operator.post(
+        reverse("evaluator:launch"), {**LAUNCH, "tasks": ["reach", "push"], "seed": "10", "repeats": "3"}
+    )
+    page = response.content.decode()
+    assert 'id="resolved-identity">fetch-development/rgb/v1<' in page
+    assert "<b>6</b> cells: 2 tasks × 3 seeds" in page
+    assert '<span id="preview-seeds">10, 11, 12</span>' in page
+
+
+def test_create_freezes_the_listed_seeds(operator):
+    response = operator.post(
+        reverse("evaluator:launch"), {**LAUNCH, "tasks": ["reach"], "seed_list": "42, 7", "create": "1"}
+    )
+    campaign = Campaign.objects.get()
+    assert response.status_code == 302
+    assert campaign.seeds == [42, 7]
+    assert list(campaign.attempts.order_by("cell_index").values_list("seed", flat=True)) == [42, 7]
+
+
+def test_all_tasks_selects_every_task_of_the_chosen_benchmark(operator):
+    operator.post(reverse("evaluator:launch"), {**LAUNCH, "tasks": [], "all_tasks": "on", "create": "1"})
+    assert Campaign.objects.get().task_names == FETCH_TASKS
+
+
+def test_the_form_shows_every_problem_at_once(operator):
+    # "all errors at once, not one at a time"
+    response = operator.post(
+        reverse("evaluator:launch"),
+        {
+            **LAUNCH,
+            "tasks": ["reach", "widowx_spoon_on_towel"],
+            "policy": "fetch-oracle",
+            "seed_list": "1, 1",
+            "budget_mode": "decisions",
+            "max_policy_calls": "1000000000",
+        },
+    )
+    page = response.content.decode().replace("&#x27;", "'")
+    assert "seed 1 is listed twice" in page
+    assert "max_policy_calls must be at most 10000" in page
+    response = operator.post(
+        reverse("evaluator:launch"),
+        {**LAUNCH, "tasks": ["reach", "widowx_spoon_on_towel"], "policy": "fetch-oracle", "seed_list": "1, 1"},
+    )
+    page = response.content.decode().replace("&#x27;", "'")
+    for problem in ("seed 1 is listed twice", "fetch has no task 'widowx_spoon_on_towel'", "reads privileged state"):
+        assert problem in page
+    assert not Campaign.objects.exists()
+
+
+def test_the_launch_form_and_the_benchmarks_page_say_what_can_run_here(operator):
+    # "The launch form and the benchmarks page show, per benchmark, whether the executor can run it and why not"
+    for name in ("launch", "benchmarks"):
+        page = operator.get(reverse(f"evaluator:{name}")).content.decode()
+        assert "no SIMPLE worker on this host" in page
+        assert "MuJoCo renders with MUJOCO_GL=" in page
+
+
+def test_the_shell_command_creates_runs_and_aggregates_a_campaign(tmp_path):
+    # "Same in manage.py (a command to create and start a campaign from the shell)."
+    from tests.servers.site import site_env
+
+    env = site_env(tmp_path)
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run("migrate", "--noinput").returncode == 0
+    result = run(
+        "campaign", "fetch", "--tasks", "reach", "push", "--repeats", "2", "--base-seed", "4", "--policy", "stop",
+        "--run", "--json", "--no-progress",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert [(c["task"], c["seed"], c["status"]) for c in summary["cells"]] == [
+        ("reach", 4, "finished"),
+        ("reach", 5, "finished"),
+        ("push", 4, "finished"),
+        ("push", 5, "finished"),
+    ]
+    assert summary["aggregates"]["overall"]["attempted"] == 4
+    assert "cell 4/4: push seed 5" in result.stderr
+    refused = run("campaign", "fetch", "--tasks", "reach", "--seeds", "1,1", "--policy", "stop")
+    assert refused.returncode == 2 and "seed 1 is listed twice" in refused.stderr
