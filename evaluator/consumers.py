@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 
-from evaluator.live import group_name, hub
+from evaluator.live import campaign_group_name, group_name, hub
 from evaluator.models import Attempt
 from evaluator.protocol.errors import ProtocolError
 
@@ -35,6 +35,11 @@ def _stored_state(attempt_id: int) -> dict | None:
         .values("status", "outcome", "error_type", "autonomous", "environment_steps", "policy_calls")
         .first()
     )
+
+
+@database_sync_to_async
+def _running_cells(campaign_id: int) -> list[int]:
+    return list(Attempt.objects.filter(campaign_id=campaign_id, status="running").values_list("pk", flat=True))
 
 
 @database_sync_to_async
@@ -114,3 +119,32 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
         jpeg = await asyncio.to_thread(frame.jpeg)
         self.sent_seq, self.awaiting_ack = frame.seq, True
         await self.send(bytes_data=struct.pack(">II", frame.seq, frame.step) + jpeg)
+
+
+class CampaignProgressConsumer(AsyncJsonWebsocketConsumer):
+    """A campaign page's cells: started, step and finished events of its running attempts. Read-only:
+    whatever a viewer sends is refused."""
+
+    async def connect(self):
+        self.campaign_id = int(self.scope["url_route"]["kwargs"]["campaign_id"])
+        if not await _can(self.scope["user"], "view_campaign"):
+            await self.close(code=4403)
+            return
+        hub.attach_loop(asyncio.get_running_loop())
+        self.group = campaign_group_name(self.campaign_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        for attempt_id in await _running_cells(self.campaign_id):
+            state = hub.snapshot(attempt_id)
+            if state is not None:
+                await self.send_json({"type": "event", "event": {"kind": "state", "attempt": attempt_id, **state}})
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        await self.send_json({"type": "refused", "error": "MalformedMessage", "reason": "this socket only sends"})
+
+    async def campaign_event(self, message):
+        await self.send_json({"type": "event", "event": message["event"]})

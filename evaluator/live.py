@@ -32,6 +32,15 @@ def group_name(attempt_id: int) -> str:
     return f"attempt-{attempt_id}"
 
 
+def campaign_group_name(campaign_id: int) -> str:
+    return f"campaign-{campaign_id}"
+
+
+# What a campaign page needs of its running cells, at most every CAMPAIGN_STEP_INTERVAL_S per cell.
+CAMPAIGN_EVENTS = ("started", "step", "finished")
+CAMPAIGN_STEP_INTERVAL_S = 0.5
+
+
 def now_ms() -> float:
     return time.time() * 1000
 
@@ -117,6 +126,8 @@ class LiveHub:
         self.states: dict[int, dict] = {}
         self.frames: dict[int, LiveFrame] = {}
         self.controls: dict[int, AttemptControl] = {}
+        self.campaigns: dict[int, int] = {}  # attempt -> campaign, while it runs
+        self.campaign_sent: dict[int, float] = {}  # attempt -> when its campaign last heard of a step
         self.loop: asyncio.AbstractEventLoop | None = None
         self.seq = 0
 
@@ -124,11 +135,14 @@ class LiveHub:
         """The server's event loop, where channel-layer sends are scheduled (set by the consumers)."""
         self.loop = loop
 
-    def open(self, attempt_id: int, state: dict) -> AttemptControl:
+    def open(self, attempt_id: int, state: dict, campaign_id: int | None = None) -> AttemptControl:
         control = AttemptControl(lambda event: self.publish(attempt_id, event))
         with self.lock:
             self.controls[attempt_id] = control
             self.states[attempt_id] = dict(state)
+            if campaign_id is not None:
+                self.campaigns[attempt_id] = campaign_id
+        self.publish(attempt_id, {"kind": "started", "status": "running", "started_at": now_ms()})
         return control
 
     def close(self, attempt_id: int, final: dict) -> None:
@@ -137,6 +151,8 @@ class LiveHub:
             self.controls.pop(attempt_id, None)
             self.frames.pop(attempt_id, None)  # the stored video takes over
             self.states.pop(attempt_id, None)
+            self.campaigns.pop(attempt_id, None)
+            self.campaign_sent.pop(attempt_id, None)
 
     def control(self, attempt_id: int) -> AttemptControl | None:
         return self.controls.get(attempt_id)
@@ -160,11 +176,29 @@ class LiveHub:
             if rgb is not None:
                 self.frames[attempt_id] = LiveFrame(seq=self.seq, step=step, rgb=rgb)
                 event["frame_seq"] = self.seq
+            campaign_event = self._campaign_event(attempt_id, event)
+        self._send(group_name(attempt_id), {"type": "live.event", "event": event})
+        if campaign_event is not None:
+            self._send(campaign_group_name(campaign_event.pop("campaign")), campaign_event)
+
+    def _campaign_event(self, attempt_id: int, event: dict) -> dict | None:
+        """A small progress event for the attempt's campaign page; steps thinned out. Holds the lock."""
+        campaign_id = self.campaigns.get(attempt_id)
+        if campaign_id is None or event["kind"] not in CAMPAIGN_EVENTS:
+            return None
+        if event["kind"] == "step":
+            if time.monotonic() - self.campaign_sent.get(attempt_id, 0.0) < CAMPAIGN_STEP_INTERVAL_S:
+                return None
+            self.campaign_sent[attempt_id] = time.monotonic()
+        keep = ("kind", "step", "counters", "status", "outcome", "autonomous", "started_at", "frame_seq", "t")
+        progress = {key: event[key] for key in keep if key in event}
+        return {"type": "campaign.event", "campaign": campaign_id, "event": {**progress, "attempt": attempt_id}}
+
+    def _send(self, group: str, message: dict) -> None:
         loop = self.loop
         if loop is not None and not loop.is_closed():
-            message = {"type": "live.event", "event": event}
             with contextlib.suppress(RuntimeError):  # the server loop is shutting down: nobody is watching
-                asyncio.run_coroutine_threadsafe(get_channel_layer().group_send(group_name(attempt_id), message), loop)
+                asyncio.run_coroutine_threadsafe(get_channel_layer().group_send(group, message), loop)
 
 
 hub = LiveHub()

@@ -290,6 +290,13 @@ class Attempt(models.Model):
     def is_finished(self) -> bool:
         return self.status == self.Status.FINISHED
 
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from start to finish (None until both are known)."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
     def _stored_status(self) -> str | None:
         if self.pk is None:
             return None

@@ -507,6 +507,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             "protocol_id": campaign.protocol.protocol_id,
             "budget": budget.as_dict(),
         },
+        campaign_id=campaign.pk,
     )
     try:
         spec = worker_spec(campaign.benchmark.name, task.details)

@@ -20,6 +20,6 @@ urlpatterns = [
     path("attempts/<int:attempt_id>/timeline.json", views.timeline, name="timeline"),
     path("attempts/<int:attempt_id>/verify.json", views.verify, name="verify"),
     path("attempts/<int:attempt_id>/frame/<int:step>.png", views.frame, name="frame"),
-    path("attempts/<int:attempt_id>/thumbnail.png", views.thumbnail, name="thumbnail"),
+    path("attempts/<int:attempt_id>/thumbnail/", views.thumbnail, name="thumbnail"),
     path("attempts/<int:attempt_id>/files/<path:path>", views.artifact, name="artifact"),
 ]

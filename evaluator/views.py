@@ -15,11 +15,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluator.forms import LaunchForm
+from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.protocol.actions import ActionContract, action_contract
@@ -161,6 +162,12 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
     cells = campaign_cells(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
+    with_video = set(
+        Artifact.objects.filter(attempt__campaign=campaign, kind="video").values_list("attempt_id", flat=True)
+    )
+    for cell in cells:
+        cell.has_video = cell.pk in with_video
+        cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
     report = campaign_report(cells)
     return render(
         request,
@@ -171,8 +178,8 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "reruns": reruns,
             "report": report,
             "per_task": list(report.per_task.items()),
-            "active": any(c.status in ("queued", "running") for c in cells + reruns),
             "finished": sum(1 for c in cells if c.is_finished),
+            "active": any(c.status in ("queued", "running") for c in cells + reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "pending": [c for c in cells + reruns if c.status == "pending"],
         },
@@ -433,6 +440,9 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
 def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
     _require(request, "watch_attempt")
     attempt = _attempt(request, attempt_id)
+    if attempt.is_finished:
+        messages.info(request, f"Attempt {attempt.pk} has finished: this is its review.")
+        return redirect("evaluator:review", attempt.pk)
     return render(
         request,
         "evaluator/live.html",
@@ -528,12 +538,31 @@ def frame(request: HttpRequest, attempt_id: int, step: int) -> HttpResponse:
     """The exact frame of a step (0 = the reset frame), decoded from the stored video."""
     attempt = _attempt(request, attempt_id)
     frames = _frame_index(attempt)
-    video = attempt.artifacts.filter(kind="video").first()
-    if frames is None or video is None:
-        raise Http404("this attempt has no video")
-    entry = next((f for f in frames["frames"] if f["step"] == step), None)
-    if entry is None:
+    entry = next((f for f in frames["frames"] if f["step"] == step), None) if frames else None
+    if frames is not None and entry is None:
         raise Http404(f"no frame for step {step}")
+    return _stored_frame(attempt, frames, entry)
+
+
+@login_required
+def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """A cell's picture: the latest live frame while it runs here, its last stored frame once finished."""
+    attempt = _attempt(request, attempt_id)
+    if attempt.status == Attempt.Status.RUNNING:
+        latest = hub.latest_frame(attempt.pk)
+        if latest is None:
+            raise Http404("no frame yet")
+        response = HttpResponse(latest.jpeg(), content_type="image/jpeg")
+        response["Cache-Control"] = "no-store"
+        return response
+    frames = _frame_index(attempt)
+    return _stored_frame(attempt, frames, frames["frames"][-1] if frames and frames["frames"] else None)
+
+
+def _stored_frame(attempt: Attempt, frames: dict | None, entry: dict | None) -> HttpResponse:
+    video = attempt.artifacts.filter(kind="video").first()
+    if frames is None or video is None or entry is None:
+        raise Http404("this attempt has no video")
     try:
         png = exact_frame_png(Path(settings.MEDIA_ROOT) / video.path, entry["frame"], frames["fps"])
     except (OSError, av.FFmpegError, LookupError):
@@ -541,18 +570,6 @@ def frame(request: HttpRequest, attempt_id: int, step: int) -> HttpResponse:
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400"  # evidence never changes
     return response
-
-
-@login_required
-def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
-    attempt = _attempt(request, attempt_id)
-    first = attempt.artifacts.filter(kind="message_image").order_by("path").first()
-    if first is None:
-        raise Http404("no frame yet")
-    try:
-        return FileResponse((Path(settings.MEDIA_ROOT) / first.path).open("rb"), content_type="image/png")
-    except OSError:
-        raise Http404("evidence missing: the first message image") from None
 
 
 @login_required

@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from evaluator.consumers import LiveAttemptConsumer
+from evaluator.consumers import CampaignProgressConsumer, LiveAttemptConsumer
 
 websocket_urlpatterns = [
     path("ws/attempts/<int:attempt_id>/live/", LiveAttemptConsumer.as_asgi()),
+    path("ws/campaigns/<int:campaign_id>/progress/", CampaignProgressConsumer.as_asgi()),
 ]

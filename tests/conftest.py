@@ -127,3 +127,27 @@ def operator(client, catalogs):
     user.groups.add(Group.objects.get(name="operator"))
     client.force_login(user)
     return client
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium, driven by Playwright (which downloads no browser of its own)."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Debian's chromium is missing: .ci/run installs it (apt-get install chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def no_csp_violations():
+    # "A Content-Security-Policy that the pages and their scripts pass."
+    from tests.servers.browser import CSP_VIOLATIONS
+
+    CSP_VIOLATIONS.clear()
+    yield
+    assert CSP_VIOLATIONS == []

@@ -292,3 +292,34 @@ def test_the_preview_says_when_a_budget_cannot_reach_the_horizon(operator):
     assert "fetch-development/rgb/extended-horizon-2h/v1" in page
     assert "no: the call or step budget ends first" in page  # 5 calls x 5 actions = 25 < 2H = 100
     assert "<td>20</td>" in page  # full-chunk calls needed for 100 steps
+
+
+def test_a_finished_cell_shows_its_last_frame_not_the_reset_frame(admin_client, finished):
+    # "a finished one its last frame (not the reset frame, which looks the same in every cell)"
+    thumbnail = admin_client.get(reverse("evaluator:thumbnail", args=[finished.pk]))
+    last = admin_client.get(reverse("evaluator:frame", args=[finished.pk, finished.environment_steps]))
+    reset = admin_client.get(reverse("evaluator:frame", args=[finished.pk, 0]))
+    assert thumbnail.status_code == 200 and thumbnail.content == last.content != reset.content
+
+
+def test_a_cell_without_video_says_why_instead_of_a_broken_image(admin_client, make_attempt, media_root):
+    from evaluator.services import do_run_attempt
+
+    attempt = do_run_attempt(make_attempt("G1WholebodyBendPickMP-v0", benchmark="simple_humanoid"))
+    assert not attempt.artifacts.filter(kind="video").exists()
+    page = admin_client.get(reverse("evaluator:campaign", args=[attempt.campaign_id])).content.decode()
+    assert f'src="{reverse("evaluator:thumbnail", args=[attempt.pk])}"' not in page
+    assert "No video: it ended (install) before a frame was recorded." in page
+    assert admin_client.get(reverse("evaluator:thumbnail", args=[attempt.pk])).status_code == 404
+
+
+def test_a_finished_attempts_live_page_sends_the_viewer_to_its_review(admin_client, finished):
+    response = admin_client.get(reverse("evaluator:live", args=[finished.pk]))
+    assert response.status_code == 302 and response.url == reverse("evaluator:review", args=[finished.pk])
+
+
+def test_a_campaign_page_does_not_reload_itself(admin_client, finished):
+    # "the page no longer reloads every 2 s": progress travels over the campaign's WebSocket.
+    page = admin_client.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
+    assert 'http-equiv="refresh"' not in page
+    assert f'data-socket="/ws/campaigns/{finished.campaign_id}/progress/"' in page

@@ -343,3 +343,56 @@ def test_a_note_longer_than_the_stored_limit_is_refused_not_echoed(setup):
     user, _ = _user("ivan", "watcher", "intervener")
     with pytest.raises(InterventionRefused, match="a note holds at most 2000 characters, got 2001"):
         check_intervene(user, attempt, "annotate", "n" * 2001)
+
+
+def _campaign_socket(campaign_id, session=None):
+    from rsi_site.asgi import application
+
+    headers = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
+    if session:
+        headers.append((b"cookie", f"sessionid={session}".encode()))
+    return WebsocketCommunicator(application, f"/ws/campaigns/{campaign_id}/progress/", headers=headers)
+
+
+def test_a_campaign_page_hears_its_cells_start_progress_and_finish(setup):
+    # "Cells update in place over the existing WebSocket (status, step / max steps, calls, elapsed, ETA)"
+    attempt = _pending()
+    _, session = _user("rita", "reviewer")
+
+    async def scenario():
+        socket = _campaign_socket(attempt.campaign_id, session)
+        assert (await socket.connect())[0]
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        seen = await _until(socket, _finished)
+        await socket.send_json_to({"type": "intervene", "kind": "stop"})
+        refusal = await _next_json(socket)
+        await run
+        await socket.disconnect()
+        return seen, refusal
+
+    seen, refusal = asyncio.run(scenario())
+    events = [m["event"] for m in seen if m.get("type") == "event"]
+    assert {e["attempt"] for e in events} == {attempt.pk}
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "started" and kinds[-1] == "finished" and "step" in kinds
+    steps = [e for e in events if e["kind"] == "step"]
+    # Thinned out: a campaign page needs a few updates per second per cell, not every step.
+    assert len(steps) < 51
+    assert steps[-1]["counters"]["max_executable_steps"] == 50 and "policy_calls" in steps[-1]["counters"]
+    assert "action" not in steps[-1] and "instruction" not in steps[-1]  # small events
+    assert events[-1]["outcome"] == Attempt.objects.get(pk=attempt.pk).outcome
+    assert refusal["type"] == "refused"  # the progress socket only sends
+    assert Intervention.objects.count() == 0
+
+
+def test_a_user_without_a_role_cannot_follow_a_campaign(setup):
+    attempt = _pending()
+    _, session = _user("nobody")
+
+    async def scenario():
+        socket = _campaign_socket(attempt.campaign_id, session)
+        connected, code = await socket.connect()
+        return connected, code
+
+    connected, code = asyncio.run(scenario())
+    assert not connected and code == 4403

@@ -11,6 +11,30 @@
   socket.binaryType = "arraybuffer";
   let lastUrl = null;
   let takenOver = false;
+  let paused = false;
+  let status = root.dataset.status;
+  const logged = new Set();
+  const WITHDRAWS = {
+    pause: "Pause this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
+    take_over: "Take over this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
+    stop: "Stop this attempt now? It ends as human_stop and the episode becomes non-autonomous for good.",
+  };
+
+  // Each button only while it applies: resume while paused, release while taken over.
+  function buttons() {
+    const live = status === "running";
+    const enable = {
+      "btn-pause": live && !paused,
+      "btn-resume": live && paused,
+      "btn-take-over": live && !takenOver,
+      "btn-release": live && takenOver,
+      "btn-stop": live,
+      "btn-send": live && takenOver,
+      "btn-annotate": live,
+    };
+    for (const [id, on] of Object.entries(enable)) if ($(id)) $(id).disabled = !on;
+    $("live-status").textContent = status === "running" ? (takenOver ? "taken over" : paused ? "paused" : "running") : status;
+  }
 
   function counters(c) {
     if (!c) return;
@@ -22,16 +46,22 @@
 
   function apply(state) {
     if (!state) return;
-    if (state.status) $("live-status").textContent = state.status;
+    if (state.status) status = state.status;
     if (state.autonomous === false) $("autonomy").hidden = false;
     if (state.taken_over !== undefined) takenOver = state.taken_over;
-    if (state.paused) $("live-status").textContent = "paused";
+    if (state.paused !== undefined) paused = state.paused;
+    if (state.status === "finished") finished();
+    buttons();
     if (state.step !== undefined) $("live-step").textContent = state.step;
     counters(state.counters);
     if (state.instruction) $("live-instruction").textContent = state.instruction;
   }
 
-  function log(text) {
+  function log(text, seq) {
+    if (seq !== undefined) {
+      if (logged.has(seq)) return; // an event seen twice (a reconnect) is logged once
+      logged.add(seq);
+    }
     const item = document.createElement("li");
     item.textContent = text;
     $("live-log").prepend(item);
@@ -49,23 +79,35 @@
       if (e.decision) $("live-decision").textContent = `#${e.decision} (${e.actor})`;
       $("live-latency").textContent = e.latency_ms != null ? e.latency_ms.toFixed(1) + " ms" : "–";
       if (e.native_success !== undefined) $("live-success").textContent = String(e.native_success);
-      if ($("live-status").textContent === "connecting") $("live-status").textContent = "running";
+      if (status !== "running") { status = "running"; buttons(); }
+    } else if (e.kind === "started") {
+      status = "running";
+      buttons();
     } else if (e.kind === "call") {
       counters(e.counters);
     } else if (e.kind === "intervention") {
-      log(`${e.intervention} by ${e.user} at step ${e.step}${e.note ? ": " + e.note : ""}`);
+      log(`${e.intervention} by ${e.user} at step ${e.step}${e.note ? ": " + e.note : ""}`, e.seq);
       if (e.autonomous === false) $("autonomy").hidden = false;
-      if (e.intervention === "pause") $("live-status").textContent = "paused";
-      if (e.intervention === "resume") $("live-status").textContent = "running";
-      if (e.intervention === "take_over") { takenOver = true; $("live-status").textContent = "taken over"; }
-      if (e.intervention === "release") { takenOver = false; $("live-status").textContent = "running"; }
+      if (e.intervention === "pause") paused = true;
+      if (e.intervention === "resume") paused = false;
+      if (e.intervention === "take_over") takenOver = true;
+      if (e.intervention === "release") takenOver = false;
+      buttons();
     } else if (e.kind === "human_action_rejected" || e.kind === "rejected") {
-      log(`rejected: ${e.message || (e.violation && e.violation.message)}`);
+      log(`rejected: ${e.message || (e.violation && e.violation.message)}`, e.seq);
+    } else if (e.kind === "hold_expired") {
+      log(`held longer than ${e.max_hold_s} s: the attempt stops`, e.seq);
     } else if (e.kind === "finished") {
-      $("live-status").textContent = "finished";
-      root.dataset.finished = "1";
+      status = "finished";
       if (e.autonomous === false) $("autonomy").hidden = false;
+      finished();
+      buttons();
     }
+  }
+
+  function finished() {
+    root.dataset.finished = "1";
+    $("finished-banner").hidden = false;
   }
 
   socket.onmessage = (message) => {
@@ -88,12 +130,21 @@
     };
     img.src = url;
   };
-  socket.onclose = () => { if (!root.dataset.finished) $("live-status").textContent = "disconnected"; };
+  socket.onclose = () => {
+    if (!root.dataset.finished) { status = "disconnected"; buttons(); }
+  };
 
   function intervene(kind, extra = {}) {
     socket.send(JSON.stringify({ type: "intervene", kind, ...extra }));
   }
-  document.querySelectorAll("button[data-kind]").forEach((b) => b.addEventListener("click", () => intervene(b.dataset.kind)));
+  document.querySelectorAll("button[data-kind]").forEach((b) =>
+    b.addEventListener("click", () => {
+      const warning = WITHDRAWS[b.dataset.kind];
+      if (warning && !window.confirm(warning)) return;
+      intervene(b.dataset.kind);
+    }),
+  );
+  buttons();
   const manual = () => Array.from(document.querySelectorAll("#manual input")).map((i) => parseFloat(i.value) || 0);
   if ($("btn-send")) $("btn-send").addEventListener("click", () => intervene("action", { action: manual() }));
   if ($("btn-annotate")) $("btn-annotate").addEventListener("click", () => { intervene("annotate", { note: $("note").value }); $("note").value = ""; });

@@ -1,8 +1,18 @@
 """Driving Debian's chromium with Playwright (which downloads no browser of its own)."""
 
+import sqlite3
 import time
+from pathlib import Path
 
 from playwright.sync_api import Error as PlaywrightError
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# Chromium reports each Content-Security-Policy violation on the console; the conftest fixture
+# no_csp_violations fails a test that caused one.
+CSP_VIOLATIONS: list[str] = []
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -14,6 +24,28 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+
+
+def watch_csp(page):
+    page.on("console", lambda m: CSP_VIOLATIONS.append(m.text) if "Content Security Policy" in m.text else None)
+    return page
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def query(db: Path, sql: str, *args):
+    with sqlite3.connect(db) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+def logged_in(browser, base: str, user: str, viewport: dict = DESKTOP):
+    """A new page of a new browser context, logged in as `user` (password: the name twice)."""
+    page = watch_csp(browser.new_context(viewport=viewport).new_page())
+    login(page, base, user, user * 2)
+    return page
 
 
 def login(page, base: str, user: str, password: str) -> None:
