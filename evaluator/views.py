@@ -418,6 +418,9 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
     return _export(queryset, "csv", f"rsi-campaign-{campaign.pk}")
 
 
+PLAYBACK_SPEEDS = (0.25, 0.5, 1, 2, 4)
+
+
 @login_required
 def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
     attempt = _attempt(request, attempt_id)
@@ -432,6 +435,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             # Sizes on every view; hashes on demand (the verify link).
             "verification": verify_attempt(attempt),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "speeds": PLAYBACK_SPEEDS,
         },
     )
 

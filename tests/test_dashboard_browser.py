@@ -73,8 +73,11 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     stored = json.loads(
         query(db, 'select action from evaluator_step where attempt_id = ? and "index" = 10', attempt_id)[0][0]
     )
-    shown = [float(v) for v in page.locator("#action-values .action-value").all_inner_texts()]
-    assert shown == stored
+    values = page.locator("#action-values .action-value")
+    assert [float(values.nth(i).get_attribute("data-value")) for i in range(values.count())] == stored
+    # "action values rounded sensibly with full precision on hover"
+    assert [float(values.nth(i).get_attribute("title")) for i in range(values.count())] == stored
+    assert all(len(text.split(".")[-1]) <= 3 or "e" in text for text in values.all_inner_texts())
     # The frame shown is step 10's: it matches the lossless observation the policy got after step 10.
     exact = "document.getElementById('exact-frame')"
     wait_until(page, f"{exact}.complete && {exact}.naturalWidth === 640")
@@ -92,6 +95,7 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     page.wait_for_selector("#review[data-ready='1']")
     assert page.inner_text("#step-number") == "25"
     assert page.locator("#timeline .decision").count() == 50
+    _review_controls(page, base, attempt_id)
 
     for name, path in (
         ("attempts", "/attempts/?benchmark=fetch"),
@@ -101,6 +105,40 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     ):
         assert page.goto(base + path).status == 200
         shot(page, name)
+
+
+def _review_controls(page, base: str, attempt_id: int) -> None:
+    """Issue 12, point 4: one picture, the timeline above the fold at 1440x900, step buttons for touch
+    screens, playback speeds, a legend, axis ticks, a readout; JSON Lines evidence shown, not downloaded."""
+    page.evaluate("window.scrollTo(0, 0)")
+    assert page.viewport_size == {"width": 1440, "height": 900}
+    assert page.evaluate("document.getElementById('timeline').getBoundingClientRect().bottom") <= 900
+    assert page.is_visible("#exact-frame") and page.is_hidden("#video")  # paused: the exact frame only
+    page.click("#btn-next")
+    page.click("#btn-next")
+    assert page.inner_text("#step-number") == "27"
+    page.click("#btn-prev")
+    assert page.inner_text("#step-number") == "26"
+    page.click("#btn-start")
+    assert page.inner_text("#step-number") == "0" and page.is_disabled("#btn-prev")
+    legend = page.inner_text("#legend")
+    for label in ("x", "y", "z", "native success", "policy decision", "intervention"):
+        assert label in legend
+    assert page.locator("#timeline .tick-label").count() >= 5
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 60)
+    assert page.inner_text("#readout").startswith("step ")
+    page.select_option("#speed", "4")
+    page.click("#btn-play")
+    assert page.is_visible("#video") and page.is_hidden("#exact-frame")  # playing: the video only
+    assert page.evaluate("document.getElementById('video').playbackRate") == 4
+    wait_until(page, "Number(document.getElementById('step-number').textContent) >= 5")
+    page.click("#btn-play")
+    assert page.is_visible("#exact-frame") and page.is_hidden("#video")
+    shot(page, "review-controls")
+    response = page.request.get(f"{base}/attempts/{attempt_id}/files/steps.jsonl")
+    assert response.headers["content-type"].startswith("text/plain")
+    assert "attachment" not in response.headers.get("content-disposition", "")
 
 
 def _image(data: bytes) -> np.ndarray:
@@ -211,4 +249,10 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.goto(f"{base}/attempts/{attempt_id}/#step={step}")
     wait_until(page, f"document.getElementById('step-number').textContent === '{step}'")
     assert "take_over by ivan" in page.inner_text("#step-notes")
+    # "a list of interventions and errors that jumps to their step"
+    entries = page.locator("#events-list li.intervention")
+    assert entries.count() == 2
+    page.click("#btn-start")
+    entries.first.locator("button.jump").click()
+    assert page.inner_text("#step-number") == str(step)
     shot(page, "review-with-intervention")

@@ -1,4 +1,6 @@
-// Episode review: the stored video, the exact frame of each step and a timeline, kept in step.
+// Episode review: one picture (the exact frame of the step while paused or stepping, the stored
+// video while playing), transport buttons and speeds, the step's record, a timeline with a legend,
+// step ticks and a readout, and the list of interventions and errors.
 (function () {
   "use strict";
   const root = document.getElementById("review");
@@ -10,6 +12,41 @@
   const fileUrl = (name) => root.dataset.files.replace(/x$/, name);
   let data = null;
   let current = 0;
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function rounded(value) {
+    // Sensible rounding for reading; the full value stays in the title and data-value.
+    if (value === null || value === undefined) return "–";
+    const magnitude = Math.abs(value);
+    if (magnitude !== 0 && (magnitude < 1e-3 || magnitude >= 1e4)) return value.toExponential(2);
+    return String(Number(value.toFixed(3)));
+  }
+
+  function localTime(iso) {
+    return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  }
+
+  function playing(on) {
+    // The video is shown only while it plays; paused, the exact frame of the step is.
+    video.hidden = !on;
+    exact.hidden = on;
+    $("btn-play").textContent = on ? "❚❚ pause" : "▶ play";
+    $("view-mode").textContent = on ? "video" : "exact frame";
+  }
+
+  function play() {
+    if (current >= data.steps.length) show(0);
+    video.playbackRate = parseFloat($("speed").value);
+    playing(true);
+    video.play();
+  }
+
+  function pause() {
+    video.pause();
+    playing(false);
+    show(current, false);
+  }
 
   function decisionOf(step) {
     // The decision whose chunk executed this step; step 0 is the reset frame.
@@ -30,8 +67,10 @@
     const link = document.getElementById("deep-link");
     link.href = "#step=" + current;
     history.replaceState(null, "", "#step=" + current);
-    exact.src = frameUrl(current);
-    exact.dataset.step = current;
+    if (video.paused) {
+      exact.src = frameUrl(current);
+      exact.dataset.step = current;
+    }
     const record = current > 0 ? data.steps[current - 1] : null;
     const decision = decisionOf(current);
     document.getElementById("step-decision").textContent = decision
@@ -69,14 +108,18 @@
       const value = row.insertCell();
       value.className = "action-value";
       value.dataset.component = i;
-      value.textContent = record ? String(record.action[i]) : "–";
+      value.textContent = record ? rounded(record.action[i]) : "–";
+      if (record) {
+        value.title = String(record.action[i]);
+        value.dataset.value = String(record.action[i]);
+      }
     });
     const notes = document.getElementById("step-notes");
     notes.textContent = "";
     for (const i of data.interventions.filter((x) => x.step === current)) {
       const p = document.createElement("p");
       p.className = "intervention";
-      p.textContent = `${i.kind} by ${i.user} at ${i.at}${i.note ? ": " + i.note : ""}`;
+      p.textContent = `${i.kind} by ${i.user} at ${localTime(i.at)}${i.note ? ": " + i.note : ""}`;
       notes.append(p);
     }
     if (seek && data.fps) {
@@ -85,6 +128,15 @@
     }
     const cursor = svg.querySelector(".cursor");
     if (cursor) cursor.setAttribute("x", x(current) - 1);
+    $("btn-prev").disabled = current === 0;
+    $("btn-start").disabled = current === 0;
+    $("btn-next").disabled = current === last;
+    $("btn-end").disabled = current === last;
+  }
+
+  function step(to) {
+    if (!video.paused) pause();
+    show(to);
   }
 
   const left = 40;
@@ -98,11 +150,82 @@
     return node;
   }
 
+  function legend() {
+    const box = $("legend");
+    box.textContent = "";
+    const comps = data.action_components;
+    const entries = comps.slice(0, -1).map((name, i) => [`series s${i}`, name, "line"]);
+    entries.push(["grip", `${comps[comps.length - 1]} (row: green open, red closed)`, "box"],
+      ["success", "native success", "box"], ["decision", "policy decision", "tick"],
+      ["decision human", "human decision", "tick"], ["decision rejected", "rejected / failed call", "tick"],
+      ["instruction-change", "instruction changes", "dot"], ["intervention-mark", "intervention", "box"]);
+    for (const [cls, label, shape] of entries) {
+      const item = document.createElement("span");
+      item.className = "legend-item";
+      const key = document.createElementNS(SVG, "svg");
+      key.setAttribute("width", 18);
+      key.setAttribute("height", 10);
+      if (shape === "line") el("line", { x1: 0, x2: 18, y1: 5, y2: 5, class: cls }, key);
+      else if (shape === "tick") el("line", { x1: 9, x2: 9, y1: 0, y2: 10, class: cls }, key);
+      else if (shape === "dot") el("circle", { cx: 9, cy: 5, r: 4, class: cls }, key);
+      else el("rect", { x: 2, y: 1, width: 14, height: 8, class: cls, fill: cls === "grip" ? "#2a7" : "" }, key);
+      item.append(key, " " + label);
+      box.append(item);
+    }
+  }
+
+  function axis(n) {
+    // Step ticks: about ten, on round numbers.
+    const raw = Math.max(1, n / 10);
+    const magnitude = Math.pow(10, Math.floor(Math.log10(raw)));
+    const every = [1, 2, 5, 10].map((m) => m * magnitude).find((v) => v >= raw);
+    const top = 224;
+    el("line", { x1: x(0), x2: x(n), y1: top - 8, y2: top - 8, class: "axis" });
+    for (let s = 0; s <= n; s += every) {
+      el("line", { x1: x(s), x2: x(s), y1: top - 11, y2: top - 5, class: "axis" });
+      el("text", { x: x(s), y: top + 4, class: "label tick-label" }).textContent = s;
+    }
+  }
+
+  function readout(stepAt) {
+    const s = Math.max(0, Math.min(data.steps.length, stepAt));
+    const record = s > 0 ? data.steps[s - 1] : null;
+    if (!record) { $("readout").textContent = `step ${s}: the reset frame`; return; }
+    const values = data.action_components.map((name, i) => `${name} ${rounded(record.action[i])}`).join(", ");
+    const decision = decisionOf(s);
+    $("readout").textContent = `step ${s}: ${values}; native success ${record.native_success}` +
+      (decision ? `; decision #${decision.index} (${decision.actor})` : "");
+  }
+
+  function events() {
+    const list = $("events-list");
+    list.textContent = "";
+    const items = data.interventions.map((i) => [i.step, `${i.kind} by ${i.user} at ${localTime(i.at)}${i.note ? ": " + i.note : ""}`, "intervention"]);
+    for (const d of data.decisions) {
+      if (d.kind === "rejected" || d.kind === "failed") {
+        items.push([d.observation_step, `call ${d.call_index || d.index} ${d.kind}${d.violation ? ": " + (d.violation.message || d.violation.type || "") : ""}`, "error"]);
+      }
+    }
+    if (data.error) items.push([data.steps.length, `the attempt ended with ${data.error.type}: ${data.error.detail.split("\n")[0]}`, "error"]);
+    items.sort((a, b) => a[0] - b[0]);
+    for (const [at, text, kind] of items) {
+      const li = document.createElement("li");
+      li.className = kind;
+      const jump = document.createElement("button");
+      jump.className = "link-button jump";
+      jump.textContent = `step ${at}`;
+      jump.addEventListener("click", () => step(at));
+      li.append(jump, " " + text);
+      list.append(li);
+    }
+    if (!items.length) list.textContent = "none: the policy ran on its own and no call was refused";
+  }
+
   function draw() {
     svg.textContent = "";
     const n = data.steps.length;
     const comps = data.action_components;
-    const actionTop = 10, actionHeight = 120;
+    const actionTop = 10, actionHeight = 110;
     const y = (v) => actionTop + actionHeight / 2 - Math.max(-1.6, Math.min(1.6, v)) * (actionHeight / 3.2);
     el("text", { x: 2, y: actionTop + 10, class: "label" }).textContent = "action";
     comps.forEach((name, i) => {
@@ -111,7 +234,7 @@
       el("polyline", { points, class: `series s${i}`, fill: "none" }).append(
         Object.assign(document.createElementNS("http://www.w3.org/2000/svg", "title"), { textContent: name }));
     });
-    const rows = { gripper: 150, success: 175, decisions: 200, instruction: 220, events: 240 };
+    const rows = { gripper: 134, success: 152, decisions: 170, instruction: 186, events: 202 };
     for (const [label, top] of Object.entries(rows)) el("text", { x: 2, y: top + 4, class: "label" }).textContent = label;
     data.steps.forEach((s, k) => {
       const g = s.action[comps.length - 1];
@@ -136,24 +259,32 @@
     if (data.error) {
       el("text", { x: x(n) - 4, y: rows.events + 4, class: "error-mark" }).textContent = "✕ " + data.error.type;
     }
-    el("rect", { x: x(current) - 1, y: 0, width: 2, height: 255, class: "cursor" });
+    axis(n);
+    el("rect", { x: x(current) - 1, y: 0, width: 2, height: 215, class: "cursor" });
   }
 
-  svg.addEventListener("click", (event) => {
+  const stepAt = (event) => {
     const box = svg.getBoundingClientRect();
-    const step = Math.round(((event.clientX - box.left - left) / (width() - left - 10)) * data.steps.length);
-    show(step);
-  });
+    return Math.round(((event.clientX - box.left - left) / (width() - left - 10)) * data.steps.length);
+  };
+  svg.addEventListener("click", (event) => step(Math.max(0, Math.min(data.steps.length, stepAt(event)))));
+  svg.addEventListener("mousemove", (event) => { if (data) readout(stepAt(event)); });
+  $("btn-prev").addEventListener("click", () => step(current - 1));
+  $("btn-next").addEventListener("click", () => step(current + 1));
+  $("btn-start").addEventListener("click", () => step(0));
+  $("btn-end").addEventListener("click", () => step(data.steps.length));
+  $("btn-play").addEventListener("click", () => (video.paused ? play() : pause()));
+  $("speed").addEventListener("change", () => { video.playbackRate = parseFloat($("speed").value); });
+  video.addEventListener("ended", () => pause());
   document.addEventListener("keydown", (event) => {
     if (!data || ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName)) return;
     const moves = { ArrowRight: current + 1, ArrowLeft: current - 1, Home: 0, End: data.steps.length };
     if (event.key in moves) {
       event.preventDefault();
-      video.pause();
-      show(moves[event.key]);
+      step(moves[event.key]);
     } else if (event.key === " ") {
       event.preventDefault();
-      video.paused ? video.play() : video.pause();
+      video.paused ? play() : pause();
     }
   });
   video.addEventListener("timeupdate", () => {
@@ -172,7 +303,9 @@
     .then((json) => {
       data = json;
       document.getElementById("step-count").textContent = data.steps.length;
+      legend();
       draw();
+      events();
       const match = location.hash.match(/step=(\d+)/);
       show(match ? parseInt(match[1], 10) : 0);
       root.dataset.ready = "1";
