@@ -88,7 +88,13 @@ class PolicyAdmin(admin.ModelAdmin):
         return ("identity", "created_at")
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return obj is None or not obj.is_referenced()
+        # Only an unreferenced policy's own page offers Delete: no bulk action that the database would refuse.
+        return obj is not None and not obj.is_referenced()
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
 
 @admin.register(models.Campaign)
@@ -114,7 +120,7 @@ class CampaignAdmin(admin.ModelAdmin):
 @admin.register(models.Attempt)
 class AttemptAdmin(ViewOnlyAdmin):
     list_display = (
-        "id",
+        "__str__",
         "campaign",
         "task",
         "status",
@@ -129,6 +135,13 @@ class AttemptAdmin(ViewOnlyAdmin):
     list_filter = ("status", "outcome", "error_type", "autonomous", "task__benchmark")
     search_fields = ("task__name", "campaign__name")
     inlines = [DecisionInline, InterventionInline, ArtifactInline]
+
+    def get_inline_instances(self, request, obj=None):
+        inlines = super().get_inline_instances(request, obj)
+        if obj is not None and obj.is_finished:
+            for inline in inlines:  # a finished attempt has hundreds of rows: shown on demand
+                inline.classes = ["collapse"]
+        return inlines
 
 
 @admin.register(models.Decision)

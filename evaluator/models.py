@@ -284,7 +284,7 @@ class Attempt(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"attempt {self.pk} ({self.task.name}, {self.status})"
+        return f"Attempt {self.pk}: {self.task}, {self.status}"
 
     @property
     def is_finished(self) -> bool:
@@ -364,6 +364,9 @@ class Decision(AttemptRecord):
         ordering = ["attempt_id", "index"]
         constraints = [models.UniqueConstraint(fields=["attempt", "index"], name="unique_decision_index")]
 
+    def __str__(self) -> str:
+        return f"Decision {self.index} of attempt {self.attempt_id} ({self.actor}, {self.kind})"
+
 
 class Step(AttemptRecord):
     """One executed native control step."""
@@ -381,6 +384,9 @@ class Step(AttemptRecord):
     class Meta:
         ordering = ["attempt_id", "index"]
         constraints = [models.UniqueConstraint(fields=["attempt", "index"], name="unique_step_index")]
+
+    def __str__(self) -> str:
+        return f"Step {self.index} of attempt {self.attempt_id}"
 
 
 class Intervention(AttemptRecord):
@@ -401,6 +407,9 @@ class Intervention(AttemptRecord):
     class Meta:
         ordering = ["attempt_id", "created_at"]
 
+    def __str__(self) -> str:
+        return f"{self.get_kind_display().capitalize()} of attempt {self.attempt_id} at step {self.step_index}"
+
 
 class Artifact(AttemptRecord):
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="artifacts")
@@ -412,6 +421,9 @@ class Artifact(AttemptRecord):
     class Meta:
         ordering = ["attempt_id", "path"]
         constraints = [models.UniqueConstraint(fields=["attempt", "path"], name="unique_artifact_path")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of attempt {self.attempt_id}"
 
     @property
     def name(self) -> str:

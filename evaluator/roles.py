@@ -12,6 +12,15 @@ ROLES = {
 }
 
 
+# What each role lets its holder do, as the error pages tell a user what to ask for.
+ROLE_DESCRIPTIONS = {
+    "reviewer": "read campaigns, attempts and their evidence",
+    "operator": "launch campaigns and start cells (and read)",
+    "watcher": "watch live rollouts (and read)",
+    "intervener": "watch live rollouts and intervene in them (and read)",
+}
+
+
 def ensure_roles(sender=None, **kwargs) -> None:
     for role, codenames in ROLES.items():
         group, _ = Group.objects.get_or_create(name=role)

@@ -8,3 +8,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("evaluator.urls")),
 ]
+
+handler400 = "rsi_site.errors.bad_request"
+handler403 = "rsi_site.errors.permission_denied"
+handler404 = "rsi_site.errors.page_not_found"
+handler500 = "rsi_site.errors.server_error"

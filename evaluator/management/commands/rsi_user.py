@@ -18,7 +18,13 @@ class Command(DatabaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--role", action="append", choices=sorted(ROLES), required=True, help="repeatable")
+        parser.add_argument(
+            "--role",
+            action="append",
+            default=[],
+            choices=sorted(ROLES),
+            help="repeatable; without one the user can log in and is told which role to ask for",
+        )
         parser.add_argument("--password")
 
     def handle(self, *args, username, role, password, **options):
@@ -36,4 +42,5 @@ class Command(DatabaseCommand):
             user = users.objects.get(username=username)
         for name in role:
             user.groups.add(Group.objects.get(name=name))
-        self.stdout.write(f"{username}: {', '.join(sorted(user.groups.values_list('name', flat=True)))}")
+        roles = sorted(user.groups.values_list("name", flat=True))
+        self.stdout.write(f"{username}: {', '.join(roles) or 'no role'}")
