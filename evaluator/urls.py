@@ -9,6 +9,7 @@ urlpatterns = [
     path("benchmarks/", views.benchmarks, name="benchmarks"),
     path("campaigns/new/", views.launch, name="launch"),
     path("campaigns/compare/", views.compare, name="compare"),
+    path("campaigns/compare/pair/", views.compare_pair, name="compare_pair"),
     path("campaigns/<int:campaign_id>/", views.campaign, name="campaign"),
     path("campaigns/<int:campaign_id>/start/", views.start_campaign, name="start_campaign"),
     path("campaigns/<int:campaign_id>/export.<str:fmt>", views.export_campaign, name="export_campaign"),

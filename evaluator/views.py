@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -226,8 +226,12 @@ def rerun_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     _require(request, "view_campaign")
-    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=_id_param(request, "a") or 0)
-    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=_id_param(request, "b") or 0)
+    a_id, b_id = _id_param(request, "a"), _id_param(request, "b")
+    choices = Campaign.objects.select_related("policy", "benchmark").order_by("-created_at", "-pk")[:COMPARE_CHOICES]
+    if a_id is None or b_id is None:
+        return render(request, "evaluator/compare.html", {"choices": choices, "a_id": a_id, "b_id": b_id})
+    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=a_id)
+    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=b_id)
     cells_a, cells_b = campaign_cells(a), campaign_cells(b)
     by_key_b = {(c.task.name, c.seed): c for c in cells_b}
     rows = [(c, by_key_b.get((c.task.name, c.seed))) for c in cells_a]
@@ -235,6 +239,9 @@ def compare(request: HttpRequest) -> HttpResponse:
         request,
         "evaluator/compare.html",
         {
+            "choices": choices,
+            "a_id": a_id,
+            "b_id": b_id,
             "a": a,
             "b": b,
             "rows": rows,
@@ -245,18 +252,49 @@ def compare(request: HttpRequest) -> HttpResponse:
     )
 
 
+COMPARE_CHOICES = 500
+
+
+@login_required
+def compare_pair(request: HttpRequest) -> HttpResponse:
+    """Two attempts side by side: both pictures kept at the same step, both action traces."""
+    _require(request, "view_attempt")
+    a_id, b_id = _id_param(request, "a"), _id_param(request, "b")
+    if a_id is None or b_id is None:
+        raise BadRequest("a and b must both be attempt ids")
+    a, b = _attempt(request, a_id), _attempt(request, b_id)
+    return render(request, "evaluator/pair.html", {"a": a, "b": b, "speeds": PLAYBACK_SPEEDS})
+
+
 SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
+# Column name in the query string (?sort=steps, ?sort=-steps) -> what it orders by.
+SORTS = {
+    "id": "pk",
+    "campaign": "campaign_id",
+    "task": "task__name",
+    "policy": "campaign__policy__name",
+    "protocol": "campaign__protocol__protocol_id",
+    "seed": "seed",
+    "status": "status",
+    "outcome": "outcome",
+    "error": "error_type",
+    "steps": "environment_steps",
+    "calls": "policy_calls",
+    "duration": "duration",
+    "autonomous": "autonomous",
+    "created": "created_at",
+}
 
 
 def _search(request: HttpRequest):
     params = {k: request.GET.get(k, "").strip() for k in SEARCH_FIELDS}
-    queryset = Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol").order_by(
-        "-created_at", "-pk"
+    queryset = Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol").annotate(
+        duration=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     )
     lookups = {
         "benchmark": "task__benchmark__name",
-        "task": "task__name",
-        "policy": "campaign__policy__name",
+        "task": "task__name__icontains",
+        "policy": "campaign__policy__name__icontains",
         "protocol": "campaign__protocol__protocol_id",
         "outcome": "outcome",
         "error_type": "error_type",
@@ -277,7 +315,23 @@ def _search(request: HttpRequest):
     campaign_id = _id_param(request, "campaign")
     if campaign_id is not None:
         queryset = queryset.filter(campaign_id=campaign_id)
-    return params, queryset
+    sort = request.GET.get("sort", "-created").strip()
+    if sort.removeprefix("-") not in SORTS:
+        raise BadRequest(f"sort must be one of {', '.join(SORTS)}, with - in front for descending")
+    field = F(SORTS[sort.removeprefix("-")])
+    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
+    return params, queryset.order_by(order, "-pk"), sort
+
+
+COLUMN_TITLES = {"id": "#", "error": "error", "calls": "calls", "created": "created"}
+
+
+def _without(request: HttpRequest, *keys: str) -> str:
+    """The query string without `keys` (to add them again)."""
+    query = request.GET.copy()
+    for key in keys:
+        query.pop(key, None)
+    return query.urlencode()
 
 
 def _id_param(request: HttpRequest, name: str) -> int | None:
@@ -368,7 +422,7 @@ def _export(queryset, fmt: str, stem: str) -> HttpResponse:
 @login_required
 def attempts(request: HttpRequest) -> HttpResponse:
     _require(request, "view_attempt")
-    params, queryset = _search(request)
+    params, queryset, sort = _search(request)
     fmt = request.GET.get("format")
     if fmt in ("json", "csv"):
         return _export(queryset, fmt, "rsi-attempts")
@@ -379,7 +433,10 @@ def attempts(request: HttpRequest) -> HttpResponse:
         {
             "page": page,
             "params": params,
-            "query": request.GET.urlencode(),
+            "query": _without(request, "page", "format"),
+            "unsorted": _without(request, "sort", "page", "format"),
+            "sort": sort,
+            "columns": [(key, COLUMN_TITLES.get(key, key)) for key in SORTS],
             "benchmarks": Benchmark.objects.values_list("name", flat=True),
             "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
             "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
