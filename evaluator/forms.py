@@ -108,7 +108,7 @@ class LaunchForm(forms.Form):
                 except ProtocolError as exc:
                     problems.append(str(exc))
             if "policy" in data:
-                problems += plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config)
+                problems += map(str, plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config))
         for problem in dict.fromkeys(problems):
             self.add_error(None, problem)
         data["seeds"] = seeds

@@ -44,7 +44,7 @@ from evaluator.protocol.actions import action_contract
 from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.errors import InvalidCombination, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
 from evaluator.protocol.scoring import ErrorType, Outcome, StepResult, TerminationReason, score_episode
 from evaluator.protocol.seeds import check_cell_count, check_seeds
@@ -57,10 +57,12 @@ PRIVILEGED_POLICIES = {"fetch-oracle": "privileged-state"}
 
 
 class LaunchRefused(ProtocolError):
-    """A plan that cannot be launched, with every reason found (the form shows them all at once)."""
+    """A plan that cannot be launched. Raised with several typed errors, it holds each of them (the form
+    shows them all at once); a plan with one problem raises that problem's own typed error."""
 
-    def __init__(self, problems: list[str] | str):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
+    def __init__(self, problems: list[ProtocolError] | str):
+        self.errors = [] if isinstance(problems, str) else list(problems)
+        self.problems = [problems] if isinstance(problems, str) else [str(e) for e in problems]
         super().__init__("; ".join(self.problems))
 
 
@@ -81,31 +83,36 @@ def check_ready(benchmark: str) -> None:
 def check_launch(
     benchmark: str, task_names: list[str], seeds: Sequence[int], policy: Policy, config: ProtocolConfig
 ) -> list[Task]:
-    """Every check of a plan, all of them run: the refusal lists each problem found."""
+    """Every check of a plan, all of them run: one problem raises its own typed error, several a
+    LaunchRefused that holds each."""
     problems = _problems(lambda: check_seeds(seeds), lambda: check_cell_count(len(task_names), len(seeds)))
     problems += plan_problems(benchmark, task_names, policy, config)
+    if len(problems) == 1:
+        raise problems[0]
     if problems:
         raise LaunchRefused(problems)
     tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
     return [tasks[n] for n in task_names]
 
 
-def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig) -> list[str]:
+def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig) -> list[ProtocolError]:
     """What is wrong with a plan apart from its seeds (the launch form checks those as a field)."""
     if config.benchmark != benchmark:
-        return [f"the configuration is for {config.benchmark}, not {benchmark}"]
-    problems: list[str] = []
+        return [LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")]
+    problems: list[ProtocolError] = []
     if not config.is_current_interface:
         problems.append(
-            f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one"
+            LaunchRefused(
+                f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one"
+            )
         )
     if not task_names:
-        problems.append("select at least one task")
+        problems.append(LaunchRefused("select at least one task"))
     catalog = load_catalog(benchmark)
     problems += _problems(*(functools.partial(catalog.task_in_scope, config, name) for name in task_names))
     required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
     if required and config.sensors != required:
-        problems.append(f"policy {policy.name} reads privileged state: select sensors {required!r}")
+        problems.append(InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}"))
     # Refuses settings it cannot use; a local module must load. No server is contacted.
     problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
     loaded = set(
@@ -115,18 +122,20 @@ def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config:
     )
     missing = [n for n in task_names if n not in loaded and n in catalog.tasks]
     if missing:
-        problems.append(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs")
+        problems.append(LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs"))
     return problems + _problems(lambda: check_ready(benchmark))
 
 
-def _problems(*checks: Callable[[], object]) -> list[str]:
-    """The messages of the checks that refuse, in order; every check runs."""
-    problems = []
+def _problems(*checks: Callable[[], object]) -> list[ProtocolError]:
+    """The typed errors of the checks that refuse, in order; every check runs."""
+    problems: list[ProtocolError] = []
     for check in checks:
         try:
             check()
+        except LaunchRefused as exc:
+            problems.extend(exc.errors or [exc])
         except ProtocolError as exc:
-            problems.extend(getattr(exc, "problems", [str(exc)]))
+            problems.append(exc)
     return problems
 
 

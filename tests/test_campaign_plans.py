@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from evaluator.models import Artifact, Attempt, Campaign, Policy, RecordImmutable
+from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
 from evaluator.services import (
@@ -85,7 +86,7 @@ def test_the_seeds_of_a_plan_cannot_change(noop):
     ],
 )
 def test_bad_seed_lists_are_refused_and_nothing_is_stored(noop, seeds, message):
-    with pytest.raises(LaunchRefused, match=message):
+    with pytest.raises(ProtocolError, match=message):
         _launch(noop, seeds)
     assert not Campaign.objects.exists() and not Attempt.objects.exists()
 
@@ -194,6 +195,22 @@ def test_create_freezes_the_listed_seeds(operator):
 def test_all_tasks_selects_every_task_of_the_chosen_benchmark(operator):
     operator.post(reverse("evaluator:launch"), {**LAUNCH, "tasks": [], "all_tasks": "on", "create": "1"})
     assert Campaign.objects.get().task_names == FETCH_TASKS
+
+
+def test_several_problems_are_refused_together_each_with_its_type(noop):
+    from evaluator.protocol.errors import InvalidCombination
+
+    with pytest.raises(LaunchRefused) as refused:
+        do_launch_campaign(
+            name="two problems",
+            benchmark="fetch",
+            task_names=["reach"],
+            seeds=[1, 1],
+            policy="fetch-oracle",
+            config=configure("fetch"),
+        )
+    assert [type(e) for e in refused.value.errors] == [InvalidSeeds, InvalidCombination]
+    assert not Campaign.objects.exists()
 
 
 def test_the_form_shows_every_problem_at_once(operator):
