@@ -128,13 +128,21 @@ def _review_controls(page, base: str, attempt_id: int) -> None:
     box = page.locator("#timeline").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 60)
     assert page.inner_text("#readout").startswith("step ")
-    page.select_option("#speed", "4")
+    page.select_option("#speed", "0.25")  # 50 steps at 25 fps x 0.25: 8 s, time to pause in between
     page.click("#btn-play")
     assert page.is_visible("#video") and page.is_hidden("#exact-frame")  # playing: the video only
-    assert page.evaluate("document.getElementById('video').playbackRate") == 4
-    wait_until(page, "Number(document.getElementById('step-number').textContent) >= 5")
+    assert page.evaluate("document.getElementById('video').playbackRate") == 0.25
+    wait_until(page, "Number(document.getElementById('step-number').textContent) >= 3")
     page.click("#btn-play")
     assert page.is_visible("#exact-frame") and page.is_hidden("#video")
+    paused_at = int(page.inner_text("#step-number"))
+    assert 3 <= paused_at < 50
+    page.select_option("#speed", "4")
+    page.click("#btn-play")
+    assert page.evaluate("document.getElementById('video').playbackRate") == 4
+    # At its end the video gives way to the exact frame of the last step.
+    wait_until(page, "document.getElementById('video').hidden", timeout=20)
+    assert page.inner_text("#step-number") == "50" and page.is_visible("#exact-frame")
     shot(page, "review-controls")
     response = page.request.get(f"{base}/attempts/{attempt_id}/files/steps.jsonl")
     assert response.headers["content-type"].startswith("text/plain")

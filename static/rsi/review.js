@@ -42,10 +42,16 @@
     video.play();
   }
 
+  function videoStep() {
+    // The step whose frame the video shows now (the last one once it ended).
+    if (video.ended) return data.frames[data.frames.length - 1];
+    return data.frames[Math.min(data.frames.length - 1, Math.floor(video.currentTime * data.fps))];
+  }
+
   function pause() {
     video.pause();
     playing(false);
-    show(current, false);
+    show(data.fps ? videoStep() : current, false);
   }
 
   function decisionOf(step) {
@@ -289,8 +295,7 @@
   });
   video.addEventListener("timeupdate", () => {
     if (video.paused || !data.fps) return;
-    const frame = Math.min(data.frames.length - 1, Math.floor(video.currentTime * data.fps));
-    if (data.frames[frame] !== current) show(data.frames[frame], false);
+    if (videoStep() !== current) show(videoStep(), false);
   });
 
   window.addEventListener("hashchange", () => {
