@@ -36,9 +36,10 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from evaluator.launching import do_launch_campaign  # noqa: E402
 from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.services import do_launch_campaign, do_run_attempt  # noqa: E402
+from evaluator.running import do_run_attempt  # noqa: E402
 
 OUTCOMES = ["success", "task_failure", "task_failure", "policy_error", "infrastructure_error"]
 

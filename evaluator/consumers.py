@@ -44,7 +44,7 @@ def _running_cells(campaign_id: int) -> list[int]:
 
 @database_sync_to_async
 def _intervene(user, attempt_id: int, content: dict) -> dict:
-    from evaluator.services import do_intervene
+    from evaluator.launching import do_intervene
 
     return do_intervene(
         user, attempt_id, str(content.get("kind", "")), note=str(content.get("note", "")), action=content.get("action")

@@ -1,25 +1,44 @@
-"""The local executor of the embedded default: a small thread pool in the web server's process.
+"""Where started attempts run: one seam, two executors, the same `do_run_attempt` in both.
 
-Each job runs one attempt (its native worker is a subprocess, so a simulator crash cannot take
-the server down). RSI_EXECUTOR_WORKERS sets the pool size (default 1: one episode at a time).
+RSI_EXECUTOR=embedded (default): a small thread pool in the web server's process. Each job runs
+one attempt (its native worker is a subprocess, so a simulator crash cannot take the server down).
+RSI_EXECUTOR_WORKERS sets the pool size (default 1: one episode at a time).
+
+RSI_EXECUTOR=celery: each started attempt becomes one Celery task on its benchmark's queue
+(`rsi.fetch`, `rsi.maniskill2`, ...), so a host that has only one benchmark's environment serves
+only that queue. The web process never runs episodes then. Delivery is at most once: the task is
+acknowledged as it starts, never retried, and the attempt is claimed in the database by a
+conditional update before it runs (evaluator/running.py), so a second delivery does nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
 from django.db import close_old_connections
+
+from evaluator.models import Attempt
+from evaluator.runners import this_process
+from evaluator.running import do_run_attempt
 
 log = logging.getLogger(__name__)
 _pool = ThreadPoolExecutor(max_workers=int(os.environ.get("RSI_EXECUTOR_WORKERS", "1")), thread_name_prefix="rsi-run")
 
 
-def _run(attempt_id: int) -> None:
-    from evaluator.models import Attempt
-    from evaluator.services import do_run_attempt
+def queue_name(benchmark: str) -> str:
+    return f"rsi.{benchmark}"
 
+
+def queued_runner(benchmark: str) -> str:
+    """Who holds a queued attempt: this process's pool, or the broker's queue (which outlives this process)."""
+    return f"broker:{queue_name(benchmark)}" if settings.RSI_EXECUTOR == "celery" else this_process()
+
+
+def run(attempt_id: int) -> None:
+    """Run one started attempt in this process, as either executor does."""
     close_old_connections()
     try:
         do_run_attempt(Attempt.objects.get(pk=attempt_id))
@@ -30,5 +49,10 @@ def _run(attempt_id: int) -> None:
         close_old_connections()
 
 
-def submit(attempt_id: int) -> Future:
-    return _pool.submit(_run, attempt_id)
+def submit(attempt_id: int, benchmark: str) -> None:
+    if settings.RSI_EXECUTOR == "celery":
+        from evaluator.tasks import run_attempt
+
+        run_attempt.apply_async(args=[attempt_id], queue=queue_name(benchmark))
+    else:
+        _pool.submit(run, attempt_id)

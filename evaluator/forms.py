@@ -7,6 +7,7 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 
+from evaluator.launching import plan_problems, policy_record
 from evaluator.models import Benchmark, Policy, Task
 from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
@@ -14,7 +15,6 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, ProtocolConfig, configure
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
-from evaluator.services import plan_problems, policy_record
 
 BLANK = [("", "default")]
 

@@ -261,6 +261,9 @@ class Attempt(models.Model):
         help_text="host:pid:start-ticks of the process that queued or runs it; recovery closes those it outlives.",
     )
     evidence_dir = models.CharField(max_length=200, blank=True, help_text="Its evidence folder, under MEDIA_ROOT.")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Written every few seconds while it runs; the reaper closes it when stale."
+    )
 
     class Meta:
         ordering = ["campaign_id", "cell_index", "created_at"]

@@ -12,6 +12,7 @@ The embedded server runs it at start-up (rsi_site/asgi.py; RSI_RECOVER_AT_STARTU
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 from dataclasses import dataclass, field
@@ -19,13 +20,15 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.evidence import EvidenceWriter
+from evaluator.heartbeats import heartbeat_limit
 from evaluator.models import Attempt
 from evaluator.protocol.scoring import ErrorType
 from evaluator.runners import is_dead, this_process
-from evaluator.services import _store_result, result_from_records
+from evaluator.running import _store_result, result_from_records
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +50,38 @@ def recover() -> Recovery:
             if updated:
                 report.requeued.append(attempt.pk)
     for attempt in Attempt.objects.filter(status=Attempt.Status.RUNNING).only("pk", "runner"):
-        if is_dead(attempt.runner) and do_close_lost_attempt(attempt.pk, attempt.runner):
+        if is_dead(attempt.runner) and do_close_lost_attempt(attempt.pk, attempt.runner, "died"):
             report.closed.append(attempt.pk)
     return report
 
 
+def reap_lost_attempts(limit_s: float | None = None) -> list[int]:
+    """Close running attempts, on any host, whose heartbeat is older than the limit (RSI_HEARTBEAT_LIMIT_S):
+    their worker died or hangs. Run by celery beat (rsi.reap) and by `manage.py reap`."""
+    limit = heartbeat_limit() if limit_s is None else limit_s
+    cutoff = timezone.now() - datetime.timedelta(seconds=limit)
+    stale = Attempt.objects.filter(status=Attempt.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
+    reason = f"stopped writing its heartbeat (none for over {limit:g} s)"
+    return [
+        attempt.pk
+        for attempt in stale.only("pk", "runner")
+        if do_close_lost_attempt(attempt.pk, attempt.runner, reason, stale_before=cutoff)
+    ]
+
+
 @transaction.atomic
-def do_close_lost_attempt(attempt_id: int, runner: str) -> bool:
-    """Close an attempt whose process died, with the evidence it left; False if it is no longer that one's."""
+def do_close_lost_attempt(attempt_id: int, runner: str, reason: str, stale_before=None) -> bool:
+    """Close an attempt whose process died, with the evidence it left; False if it is no longer that one's
+    (finished meanwhile, claimed by another runner, or, for the reaper, its heartbeat came back)."""
     attempt = Attempt.objects.select_for_update().select_related("task").get(pk=attempt_id)
     if attempt.status != Attempt.Status.RUNNING or attempt.runner != runner:
         return False
+    if stale_before is not None and attempt.heartbeat_at is not None and attempt.heartbeat_at >= stale_before:
+        return False
     detail = (
-        f"the process that ran this attempt ({runner or 'unrecorded, RSI before 0003'}) died; closed by "
+        f"the process that ran this attempt ({runner or 'unrecorded, RSI before 0003'}) {reason}; closed by "
         f"{this_process()} at {timezone.now().isoformat()} with the evidence written so far (a call or chunk "
         "in flight when it died is in the video and messages, not in the records)"
     )

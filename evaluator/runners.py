@@ -37,6 +37,8 @@ def is_dead(runner: str) -> bool:
     """True when `runner` ran on this host and is gone; an empty runner (RSI before 0003) counts as gone."""
     if not runner:
         return True
+    if runner.startswith("broker:"):
+        return False  # queued on a Celery broker, which outlives any process of this host
     if not on_this_host(runner):
         return False  # another host's process: its own host (or a heartbeat) must judge it
     _, pid, ticks = runner.rsplit(":", 2)

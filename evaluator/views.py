@@ -20,22 +20,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluator.forms import LaunchForm
+from evaluator.launching import check_can, do_launch_campaign, do_rerun, do_start_attempts
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
+from evaluator.queries import campaign_cells, campaign_report, compare_campaigns
 from evaluator.readiness import Readiness, readiness
-from evaluator.services import (
-    campaign_cells,
-    campaign_report,
-    check_can,
-    compare_campaigns,
-    do_launch_campaign,
-    do_rerun,
-    do_start_attempts,
-)
 from evaluator.verification import verify_attempt
 
 PAGE_SIZE = 50

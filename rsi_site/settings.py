@@ -16,6 +16,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -134,6 +135,29 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Tests use a file too: an in-memory shared-cache database fails at once on table locks.
     (BASE_DIR / ".rsi").mkdir(exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".rsi" / "test-db.sqlite3")}
+
+# Where started attempts run (evaluator/executor.py): "embedded" (a thread pool in the web process)
+# or "celery" (workers on a Redis broker; the web process never runs episodes then).
+RSI_EXECUTOR = os.environ.get("RSI_EXECUTOR", "embedded")
+if RSI_EXECUTOR not in ("embedded", "celery"):
+    raise ImproperlyConfigured(f"RSI_EXECUTOR must be embedded or celery, got {RSI_EXECUTOR!r}")
+RSI_BROKER_URL = os.environ.get("RSI_BROKER_URL") or os.environ.get("REDIS_URL", "")
+if RSI_EXECUTOR == "celery" and not RSI_BROKER_URL:
+    raise ImproperlyConfigured("RSI_EXECUTOR=celery needs REDIS_URL (or RSI_BROKER_URL) for its broker")
+# At most once: a task is acknowledged as it starts and never retried or redelivered once started;
+# a worker reserves one task at a time. The attempt itself is claimed in the database before it runs.
+CELERY_BROKER_URL = RSI_BROKER_URL or "memory://"
+CELERY_TASK_ACKS_LATE = False
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = "rsi.default"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The reaper of attempts with a stale heartbeat (evaluator/heartbeats.py) runs every RSI_REAP_INTERVAL_S.
+CELERY_BEAT_SCHEDULE = {
+    "reap-lost-attempts": {"task": "rsi.reap", "schedule": float(os.environ.get("RSI_REAP_INTERVAL_S", "30"))}
+}
 
 if redis_url := os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}}

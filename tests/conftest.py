@@ -10,6 +10,9 @@ from evaluator.protocol.identity import configure
 
 # The test process is no server start-up: recovery at start-up is tested in a daphne of its own.
 os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
+# A test's transaction holds SQLite's write lock, which a heartbeat thread would wait on: heartbeats
+# are tested where attempts run in processes of their own (tests/test_scale_out.py).
+os.environ.setdefault("RSI_HEARTBEAT_S", "3600")
 
 
 @pytest.fixture
@@ -63,7 +66,8 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def run_cell(catalogs, media_root):
     """Launch a one-cell campaign and run it to its end: a real episode through a real worker."""
-    from evaluator.services import do_launch_campaign, do_run_attempt, ensure_builtin_policies
+    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+    from evaluator.running import do_run_attempt
 
     ensure_builtin_policies()
 
@@ -97,7 +101,7 @@ def register_policy(db, monkeypatch):
 @pytest.fixture
 def run_spec(run_cell):
     """run_cell with a policy named by its spec string, registered on the way as `evaluate` does."""
-    from evaluator.services import policy_for
+    from evaluator.launching import policy_for
 
     def run(spec, **options):
         return run_cell(policy=policy_for(spec).name, **options)
@@ -120,7 +124,7 @@ def operator(client, catalogs):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from evaluator.services import ensure_builtin_policies
+    from evaluator.launching import ensure_builtin_policies
 
     ensure_builtin_policies()
     user = get_user_model().objects.create_user("olga", password="pw")

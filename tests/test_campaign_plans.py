@@ -9,18 +9,12 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from evaluator.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
 from evaluator.models import Artifact, Attempt, Campaign, Policy, RecordImmutable
-from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
-from evaluator.services import (
-    LaunchRefused,
-    campaign_cells,
-    compare_campaigns,
-    do_launch_campaign,
-    do_start_attempts,
-    ensure_builtin_policies,
-)
+from evaluator.queries import campaign_cells, compare_campaigns
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
@@ -110,7 +104,7 @@ def test_seeds_are_written_as_a_list_or_as_n_from_a_base():
 
 def test_aggregates_count_every_seed_of_a_task(noop):
     # "aggregates per task and overall over all of them, with the interval"
-    from evaluator.services import campaign_report
+    from evaluator.queries import campaign_report
 
     campaign = _launch(noop, [0, 1, 2], tasks=["reach"])
     cells = campaign_cells(campaign)

@@ -235,12 +235,12 @@ def test_starting_a_cell_queues_it_once_after_commit(
     from evaluator import executor
 
     submitted = []
-    monkeypatch.setattr(executor, "submit", submitted.append)
+    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append((attempt_id, benchmark)))
     attempt = make_attempt("reach", benchmark="fetch")
     with django_capture_on_commit_callbacks(execute=True):
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
-    assert submitted == [attempt.pk]
+    assert submitted == [(attempt.pk, "fetch")]
     assert Attempt.objects.get(pk=attempt.pk).status == "queued"
 
 
@@ -303,7 +303,7 @@ def test_a_finished_cell_shows_its_last_frame_not_the_reset_frame(admin_client, 
 
 
 def test_a_cell_without_video_says_why_instead_of_a_broken_image(admin_client, make_attempt, media_root):
-    from evaluator.services import do_run_attempt
+    from evaluator.running import do_run_attempt
 
     attempt = do_run_attempt(make_attempt("G1WholebodyBendPickMP-v0", benchmark="simple_humanoid"))
     assert not attempt.artifacts.filter(kind="video").exists()

@@ -15,9 +15,10 @@ from django.contrib.auth.models import Group
 from django.db import close_old_connections
 from django.test import Client
 
+from evaluator.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.models import Attempt, Decision, Intervention, Policy
 from evaluator.protocol.identity import configure
-from evaluator.services import do_launch_campaign, do_run_attempt, ensure_builtin_policies
+from evaluator.running import do_run_attempt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -337,7 +338,7 @@ def test_a_forgotten_pause_stops_the_attempt_after_the_maximum_hold():
 
 
 def test_a_note_longer_than_the_stored_limit_is_refused_not_echoed(setup):
-    from evaluator.services import InterventionRefused, check_intervene
+    from evaluator.launching import InterventionRefused, check_intervene
 
     attempt = _pending()
     user, _ = _user("ivan", "watcher", "intervener")

@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
+from evaluator.launching import policy_for
 from evaluator.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
-from evaluator.services import policy_for
 
 # 2. What a finished attempt points to cannot change.
 
@@ -98,8 +98,9 @@ def test_new_weights_in_the_same_file_are_a_new_policy(db, tmp_path):
 
 def test_a_cell_whose_module_changed_since_launch_refuses_to_run(catalogs, media_root, tmp_path):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    from evaluator.launching import do_launch_campaign
     from evaluator.protocol.identity import configure
-    from evaluator.services import do_launch_campaign, do_run_attempt
+    from evaluator.running import do_run_attempt
 
     path = tmp_path / "policy.pt"
     _module(torch, path, 1.0)

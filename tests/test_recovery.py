@@ -21,7 +21,7 @@ from tests.servers.site import DaphneServer, Session, manage, set_up_site, site_
 TASKS = ["push", "reach", "slide"]
 LAUNCH = """
 from evaluator.protocol.identity import configure
-from evaluator.services import do_launch_campaign, policy_for
+from evaluator.launching import do_launch_campaign, policy_for
 campaign = do_launch_campaign(name="killed", benchmark="fetch", task_names={tasks!r}, seeds=[3],
                               policy=policy_for({url!r}), config=configure("fetch"))
 print(campaign.pk)

@@ -80,7 +80,8 @@ def test_a_sapien_worker_killed_mid_episode_is_an_infrastructure_error(run_cell,
 def test_without_the_layer_lavapipe_is_refused_at_launch_and_a_typed_render_device_error_in_the_worker(
     run_cell, make_attempt, media_root, monkeypatch
 ):
-    from evaluator.services import LaunchRefused, do_run_attempt
+    from evaluator.protocol.errors import LaunchRefused
+    from evaluator.running import do_run_attempt
 
     monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
     # "refuse to start cells that nothing can run, with that reason"
@@ -187,7 +188,8 @@ def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkey
 def test_simpler_env_without_the_pinned_upstream_is_refused_at_launch_and_an_install_error_in_the_worker(
     run_cell, make_attempt, media_root
 ):
-    from evaluator.services import LaunchRefused, do_run_attempt
+    from evaluator.protocol.errors import LaunchRefused
+    from evaluator.running import do_run_attempt
 
     # Here .venv-sapien holds ManiSkill2 0.5.3 but not the pinned SimplerEnv upstream.
     with pytest.raises(LaunchRefused, match="this executor cannot run simpler_env: .*not installed"):

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from evaluator.models import Attempt
-from evaluator.services import campaign_cells
+from evaluator.queries import campaign_cells
 
 
 @pytest.fixture
@@ -66,9 +66,9 @@ def test_compare_offers_a_list_of_campaigns_to_pick_from(admin_client, two_runs)
 
 def test_compare_marks_non_autonomous_pairs_and_keeps_them_out(admin_client, catalogs):
     # "marks non-autonomous pairs and keeps them out of the discordance count"
+    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
     from evaluator.models import Artifact
     from evaluator.protocol.identity import configure
-    from evaluator.services import do_launch_campaign, ensure_builtin_policies
 
     ensure_builtin_policies()
     a, b = (

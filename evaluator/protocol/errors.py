@@ -35,3 +35,13 @@ class MalformedIdentity(ProtocolError):
 
 class CatalogError(ProtocolError):
     """A task catalog file that does not match its schema or the upstream facts."""
+
+
+class LaunchRefused(ProtocolError):
+    """A plan that cannot be launched. Raised with several typed errors, it holds each of them (the form
+    shows them all at once); a plan with one problem raises that problem's own typed error."""
+
+    def __init__(self, problems: list[ProtocolError] | str):
+        self.errors = [] if isinstance(problems, str) else list(problems)
+        self.problems = [problems] if isinstance(problems, str) else [str(e) for e in problems]
+        super().__init__("; ".join(self.problems))

@@ -3,6 +3,7 @@ import json
 from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_catalog
+from evaluator.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.management.commands.evaluate import ProgressBar
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
@@ -10,13 +11,8 @@ from evaluator.models import Attempt
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
-from evaluator.services import (
-    campaign_cells,
-    campaign_report,
-    do_launch_campaign,
-    do_run_attempt,
-    ensure_builtin_policies,
-)
+from evaluator.queries import campaign_cells, campaign_report
+from evaluator.running import do_run_attempt
 
 
 class Command(DatabaseCommand):

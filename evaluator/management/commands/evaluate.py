@@ -3,16 +3,13 @@ import json
 from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_catalog
+from evaluator.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.services import (
-    attempt_record,
-    do_launch_campaign,
-    do_run_attempt,
-    ensure_builtin_policies,
-)
+from evaluator.queries import attempt_record
+from evaluator.running import do_run_attempt
 
 
 class ProgressBar:

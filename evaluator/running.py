@@ -1,7 +1,5 @@
-"""Business actions: `check_*` validates and authorizes, `do_*` changes state.
-
-Launching freezes a campaign's plan and makes pending cells; running a cell is explicit
-and happens once. A failed attempt stays as it is; a re-run is a new attempt.
+"""Running and recording one attempt: claim it, run its episode through its native worker and its
+policy, record every decision, step and artifact, and finish it with its evidence whatever happens.
 """
 
 from __future__ import annotations
@@ -11,302 +9,38 @@ import importlib.metadata
 import secrets
 import subprocess
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from evaluator.benchmarks import rendering_provenance, reset_options, worker_spec
 from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
 from evaluator.evidence import EvidenceWriter
+from evaluator.heartbeats import Heartbeat
 from evaluator.live import hub
 from evaluator.models import (
     Artifact,
     Attempt,
-    Benchmark,
     Campaign,
     Decision,
-    Intervention,
-    Policy,
-    ProtocolIdentity,
     Step,
-    Task,
 )
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
-from evaluator.policies.builtin import BUILTIN_POLICIES
-from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_kind, is_policy_spec, parse_policy_spec
+from evaluator.policies.specs import build_policy
 from evaluator.protocol.actions import action_contract
-from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.errors import InvalidCombination, ProtocolError
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
-from evaluator.protocol.scoring import ErrorType, Outcome, StepResult, TerminationReason, score_episode
-from evaluator.protocol.seeds import check_cell_count, check_seeds
-from evaluator.readiness import readiness
+from evaluator.protocol.scoring import ErrorType, StepResult, TerminationReason, score_episode
 from evaluator.runners import this_process
 
 BASE_DIR = Path(settings.BASE_DIR)
-# Built-in programs that read privileged state run only under that sensor track.
-PRIVILEGED_POLICIES = {"fetch-oracle": "privileged-state"}
-
-
-class LaunchRefused(ProtocolError):
-    """A plan that cannot be launched. Raised with several typed errors, it holds each of them (the form
-    shows them all at once); a plan with one problem raises that problem's own typed error."""
-
-    def __init__(self, problems: list[ProtocolError] | str):
-        self.errors = [] if isinstance(problems, str) else list(problems)
-        self.problems = [problems] if isinstance(problems, str) else [str(e) for e in problems]
-        super().__init__("; ".join(self.problems))
-
-
-def ensure_builtin_policies() -> list[Policy]:
-    return [
-        Policy.objects.get_or_create(name=name, defaults={"kind": kind, "spec": f"builtin:{name}"})[0]
-        for name, (kind, _) in BUILTIN_POLICIES.items()
-    ]
-
-
-def check_ready(benchmark: str) -> None:
-    """Cells that nothing here can run are refused with the reason, before they are created or start."""
-    verdict = readiness(benchmark)
-    if not verdict.ready:
-        raise LaunchRefused(f"this executor cannot run {benchmark}: {verdict.reason}")
-
-
-def check_launch(
-    benchmark: str, task_names: list[str], seeds: Sequence[int], policy: Policy, config: ProtocolConfig
-) -> list[Task]:
-    """Every check of a plan, all of them run: one problem raises its own typed error, several a
-    LaunchRefused that holds each."""
-    problems = _problems(lambda: check_seeds(seeds), lambda: check_cell_count(len(task_names), len(seeds)))
-    problems += plan_problems(benchmark, task_names, policy, config)
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise LaunchRefused(problems)
-    tasks = {t.name: t for t in Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True)}
-    return [tasks[n] for n in task_names]
-
-
-def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig) -> list[ProtocolError]:
-    """What is wrong with a plan apart from its seeds (the launch form checks those as a field)."""
-    if config.benchmark != benchmark:
-        return [LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")]
-    problems: list[ProtocolError] = []
-    if not config.is_current_interface:
-        problems.append(
-            LaunchRefused(
-                f"{config.protocol_id} is a frozen interface kept for old records; new runs use the current one"
-            )
-        )
-    if not task_names:
-        problems.append(LaunchRefused("select at least one task"))
-    catalog = load_catalog(benchmark)
-    problems += _problems(*(functools.partial(catalog.task_in_scope, config, name) for name in task_names))
-    required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
-    if required and config.sensors != required:
-        problems.append(InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}"))
-    # Refuses settings it cannot use; a local module must load. No server is contacted.
-    problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
-    loaded = set(
-        Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True).values_list(
-            "name", flat=True
-        )
-    )
-    missing = [n for n in task_names if n not in loaded and n in catalog.tasks]
-    if missing:
-        problems.append(LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs"))
-    return problems + _problems(lambda: check_ready(benchmark))
-
-
-def _problems(*checks: Callable[[], object]) -> list[ProtocolError]:
-    """The typed errors of the checks that refuse, in order; every check runs."""
-    problems: list[ProtocolError] = []
-    for check in checks:
-        try:
-            check()
-        except LaunchRefused as exc:
-            problems.extend(exc.errors or [exc])
-        except ProtocolError as exc:
-            problems.append(exc)
-    return problems
-
-
-@transaction.atomic
-def do_launch_campaign(
-    *,
-    name: str,
-    benchmark: str,
-    task_names: list[str],
-    seeds: Sequence[int],
-    policy: Policy | str,
-    config: ProtocolConfig,
-    mode: str = Campaign.Mode.FAST,
-    user=None,
-) -> Campaign:
-    """Freeze a campaign's plan: one pending cell per (task, seed), task by task. `policy` may be a
-    name or spec string: its record is made in the same transaction, so a refused launch stores nothing."""
-    if isinstance(policy, str):
-        policy = policy_for(policy)
-    tasks = check_launch(benchmark, task_names, seeds, policy, config)
-    identity, _ = ProtocolIdentity.objects.get_or_create(
-        protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}
-    )
-    catalog = load_catalog(benchmark)
-    campaign = Campaign.objects.create(
-        name=name,
-        benchmark=Benchmark.objects.get(name=benchmark),
-        task_names=list(task_names),
-        seed=seeds[0],
-        seeds=list(seeds),
-        policy=policy,
-        protocol=identity,
-        protocol_config=config.as_dict(),
-        mode=mode,
-        provenance=catalog.provenance,
-        created_by=user,
-    )
-    cells = [(task, seed) for task in tasks for seed in seeds]
-    for index, (task, seed) in enumerate(cells):
-        Attempt.objects.create(
-            campaign=campaign,
-            task=task,
-            cell_index=index,
-            seed=seed,
-            policy_identity=policy.identity,
-            budget=resolve_budget(config, task.native_horizon).as_dict(),
-        )
-    return campaign
-
-
-def check_can(user, permission: str) -> None:
-    if not user.has_perm(f"evaluator.{permission}"):
-        raise PermissionDenied(f"{user} may not {permission.replace('_', ' ')}")
-
-
-def check_start(user, attempts: list[Attempt]) -> list[Attempt]:
-    check_can(user, "start_attempt")
-    startable = [a for a in attempts if a.status == Attempt.Status.PENDING]
-    if not startable:
-        raise LaunchRefused("no pending cell to start")
-    ids = [a.pk for a in startable]
-    for benchmark in Benchmark.objects.filter(campaigns__attempts__in=ids).distinct().order_by("name"):
-        check_ready(benchmark.name)
-    return startable
-
-
-def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
-    """Queue pending cells for the executor, once each, after the transaction commits."""
-    from evaluator import executor
-
-    startable = check_start(user, attempts)
-    with transaction.atomic():
-        ids = [a.pk for a in startable]
-        queued = list(Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING).values_list("pk", flat=True))
-        # The executor of this process runs them: if it dies first, recovery puts them back to pending.
-        Attempt.objects.filter(pk__in=queued).update(status=Attempt.Status.QUEUED, runner=this_process())
-        for attempt_id in queued:
-            transaction.on_commit(functools.partial(executor.submit, attempt_id))
-    return queued
-
-
-def check_rerun(user, attempt: Attempt) -> None:
-    check_can(user, "start_attempt")
-    if not attempt.is_finished:
-        raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}: only a finished attempt can be re-run")
-    check_ready(attempt.campaign.benchmark.name)
-
-
-def do_rerun(user, attempt: Attempt) -> Attempt:
-    """A new, separately authorized pending attempt of the same cell; the original stays as it is."""
-    check_rerun(user, attempt)
-    config = config_of(attempt.campaign)
-    return Attempt.objects.create(
-        campaign=attempt.campaign,
-        task=attempt.task,
-        cell_index=attempt.cell_index,
-        seed=attempt.seed,
-        rerun_of=attempt,
-        policy_identity=attempt.campaign.policy.identity,
-        budget=resolve_budget(config, attempt.task.native_horizon).as_dict(),
-    )
-
-
-class InterventionRefused(ProtocolError):
-    pass
-
-
-INTERVENTIONS = ("pause", "resume", "take_over", "release", "stop", "annotate", "action")
-# Pausing, taking over and stopping change the policy under evaluation; a note alone does not.
-WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
-
-
-MAX_NOTE_CHARS = 2000
-
-
-def check_intervene(user, attempt: Attempt, kind: str, note: str = ""):
-    check_can(user, "intervene_attempt")
-    if kind not in INTERVENTIONS:
-        raise InterventionRefused(f"unknown intervention {kind[:40]!r}; one of {', '.join(INTERVENTIONS)}")
-    if len(note) > MAX_NOTE_CHARS:
-        raise InterventionRefused(f"a note holds at most {MAX_NOTE_CHARS} characters, got {len(note)}")
-    control = hub.control(attempt.pk)
-    if attempt.status != Attempt.Status.RUNNING or control is None:
-        raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running here")
-    if kind == "action" and not control.taken_over:
-        raise InterventionRefused("take over before sending actions")
-    return control
-
-
-def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list | None = None) -> dict:
-    """Record the intervention, withdraw autonomy at once where it changes the policy, then act."""
-    attempt = Attempt.objects.get(pk=attempt_id)
-    control = check_intervene(user, attempt, kind, note)
-    step = (hub.snapshot(attempt_id) or {}).get("step", 0)
-    if kind != "action":
-        with transaction.atomic():
-            Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note)
-            if kind in WITHDRAWS_AUTONOMY:
-                Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
-    control.apply(kind, action)
-    autonomous = Attempt.objects.values_list("autonomous", flat=True).get(pk=attempt_id)
-    event = {
-        "kind": "intervention",
-        "intervention": kind,
-        "user": user.username,
-        "step": step,
-        "note": note,
-        "autonomous": autonomous,
-    }
-    if kind != "action":
-        hub.publish(attempt_id, event)
-    return event
-
-
-def campaign_cells(campaign: Campaign) -> list[Attempt]:
-    """The campaign's original attempts, one per planned cell, in plan order."""
-    return list(campaign.attempts.filter(rerun_of__isnull=True).select_related("task").order_by("cell_index"))
-
-
-def campaign_report(cells: list[Attempt]) -> Report:
-    return aggregate(
-        CellResult(a.task.name, Outcome(a.outcome) if a.is_finished else None, a.autonomous) for a in cells
-    )
-
-
-def compare_campaigns(a: list[Attempt], b: list[Attempt]) -> Comparison:
-    def outcomes(cells):
-        return {(c.task.name, c.seed): Outcome(c.outcome) if c.is_finished else None for c in cells}
-
-    human = {(c.task.name, c.seed) for c in [*a, *b] if not c.autonomous}
-    return compare(outcomes(a), outcomes(b), human)
 
 
 def config_of(campaign: Campaign) -> ProtocolConfig:
@@ -345,39 +79,6 @@ def _package_versions(names) -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def policy_for(name_or_spec: str) -> Policy:
-    """A registered policy by name; or the record of a spec string, found by its identity: the spec,
-    its settings and, for a TorchScript module, the sha256 of the file as it is now, hashed at every
-    launch (new weights are a new policy, never pooled with the old)."""
-    policy = policy_record(name_or_spec)
-    if policy.pk is None:
-        policy.save()
-    return policy
-
-
-def policy_record(name_or_spec: str) -> Policy:
-    """The policy a name or spec string means: the stored record, or an unsaved one for a new spec."""
-    if not is_policy_spec(name_or_spec):
-        existing = Policy.objects.filter(name=name_or_spec).first()
-        if existing is None:
-            raise InvalidPolicySpec(
-                f"unknown policy {name_or_spec[:100]!r}: neither a registered name nor a spec string "
-                "(builtin:, http://, openpi+ws://, torchscript:, openai+http://)"
-            )
-        return existing
-    _, _, settings = parse_policy_spec(name_or_spec)
-    candidate = Policy(kind=default_kind(name_or_spec), spec=name_or_spec, settings=settings)
-    identity = candidate.computed_identity()
-    existing = Policy.objects.filter(identity=identity).first()
-    if existing is not None:
-        return existing
-    name = name_or_spec
-    if len(name) > 100 or Policy.objects.filter(name=name).exists():
-        name = f"{name_or_spec[:80]}#{identity[:12]}"
-    candidate.name = name
-    return candidate
 
 
 class AttemptRecorder:
@@ -496,7 +197,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         config = config_of(campaign)
         budget = resolve_budget(config, task.native_horizon)
         attempt.status = Attempt.Status.RUNNING
-        attempt.started_at = timezone.now()
+        attempt.started_at = attempt.heartbeat_at = timezone.now()
         attempt.runner = this_process()
         # A random suffix: a database reset must never lead a new attempt onto old evidence.
         attempt.evidence_dir = f"attempts/{attempt.pk:06d}-{secrets.token_hex(4)}"
@@ -507,6 +208,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), attempt.evidence_dir, fps=task.control_hz)
     provenance = dict(attempt.provenance)
     worker = None
+    heartbeat = Heartbeat(attempt.pk)
     control = hub.open(
         attempt.pk,
         {
@@ -559,6 +261,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         _finish(attempt, result, evidence, provenance)
         raise
     finally:
+        heartbeat.stop()
         if worker is not None:
             provenance["reset_info"] = worker.reset_info
             provenance["worker"]["closed"] = worker.close()
@@ -667,33 +370,3 @@ def _store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWri
     attempt.save(update_fields=[*fields, "provenance", "status", "finished_at"])
     attempt.refresh_from_db(fields=["autonomous"])
     return attempt
-
-
-def attempt_record(attempt: Attempt) -> dict:
-    """The stored record of an attempt, as `manage.py evaluate --json` prints it."""
-    return {
-        "attempt": attempt.pk,
-        "protocol_id": attempt.campaign.protocol.protocol_id,
-        "benchmark": attempt.campaign.benchmark.name,
-        "task": attempt.task.name,
-        "seed": attempt.seed,
-        "policy": attempt.campaign.policy.name,
-        "status": attempt.status,
-        "outcome": attempt.outcome,
-        "error_type": attempt.error_type or None,
-        "success": attempt.success,
-        "success_ever": attempt.success_ever,
-        "environment_steps": attempt.environment_steps,
-        "action_decisions": attempt.action_decisions,
-        "policy_calls": attempt.policy_calls,
-        "rejected_calls": attempt.rejected_calls,
-        "termination_reason": attempt.termination_reason,
-        "first_success_step": attempt.first_success_step,
-        "first_success_decision": attempt.first_success_decision,
-        "success_at_H": attempt.success_at_h,
-        "success_at_2H": attempt.success_at_2h,
-        "autonomous": attempt.autonomous,
-        "accounting": attempt.accounting,
-        "budget": attempt.budget,
-        "artifacts": {a.path: a.kind for a in attempt.artifacts.all()},
-    }

@@ -1,0 +1,36 @@
+"""Celery tasks of the scale-out executor: run one started attempt, and reap lost ones.
+
+Neither is ever retried. A worker that dies mid-attempt leaves it `running` with a stale
+heartbeat; the reaper closes it as `worker_lost`; nothing runs it again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from evaluator.runners import this_process
+from rsi_site.celery import app
+
+log = logging.getLogger("rsi.worker")
+
+
+@app.task(name="rsi.run_attempt", ignore_result=True, acks_late=False, max_retries=0)
+def run_attempt(attempt_id: int) -> None:
+    from evaluator.executor import run
+    from evaluator.protocol.errors import LaunchRefused
+
+    # The worker's own record of what it ran (tests count these lines: each cell exactly once).
+    log.warning("rsi.run_attempt attempt=%s runner=%s", attempt_id, this_process())
+    try:
+        run(attempt_id)
+    except LaunchRefused as refused:  # claimed already (a second delivery): nothing runs twice
+        log.warning("rsi.run_attempt attempt=%s refused: %s", attempt_id, refused)
+
+
+@app.task(name="rsi.reap", ignore_result=True, acks_late=False, max_retries=0)
+def reap() -> None:
+    from evaluator.recovery import reap_lost_attempts
+
+    closed = reap_lost_attempts()
+    if closed:
+        log.warning("rsi.reap closed attempts %s as worker_lost", closed)
