@@ -150,10 +150,11 @@ CELERY_BROKER_URL = RSI_BROKER_URL or "memory://"
 CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker fetches a task only when it has a free slot: nothing waits reserved in a worker that may die.
+CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "rsi.default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # The reaper of attempts with a stale heartbeat (evaluator/heartbeats.py) runs every RSI_REAP_INTERVAL_S.
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-attempts": {"task": "rsi.reap", "schedule": float(os.environ.get("RSI_REAP_INTERVAL_S", "30"))}

@@ -266,3 +266,6 @@ def test_the_shell_command_creates_runs_and_aggregates_a_campaign(tmp_path):
     assert "cell 4/4: push seed 5" in result.stderr
     refused = run("campaign", "fetch", "--tasks", "reach", "--seeds", "1,1", "--policy", "stop")
     assert refused.returncode == 2 and "seed 1 is listed twice" in refused.stderr
+    # Queuing from the shell needs workers that outlive it (RSI_EXECUTOR=celery, tests/test_scale_out.py).
+    embedded = run("campaign", "fetch", "--tasks", "reach", "--policy", "stop", "--start")
+    assert embedded.returncode == 2 and "use --run here, or Start on the campaign page" in embedded.stderr

@@ -1,9 +1,11 @@
 import json
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_catalog
-from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+from evaluator.executor import queue_name
+from evaluator.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
 from evaluator.management.commands.evaluate import ProgressBar
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
@@ -31,10 +33,22 @@ class Command(DatabaseCommand):
         seeds.add_argument("--repeats", type=int, default=1, help="N consecutive seeds from --base-seed (default 1)")
         parser.add_argument("--base-seed", type=int, default=0, help="the first seed of --repeats (default 0)")
         parser.add_argument("--name", help="the campaign's name (default: made from the plan)")
-        parser.add_argument("--run", action="store_true", help="run every pending cell in this process")
+        run = parser.add_mutually_exclusive_group()
+        run.add_argument("--run", action="store_true", help="run every pending cell in this process")
+        run.add_argument(
+            "--start",
+            action="store_true",
+            help="queue every cell on the Celery workers (RSI_EXECUTOR=celery), as Start on the campaign page does",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(self, *args, **options):
+        if options["start"] and settings.RSI_EXECUTOR != "celery":
+            raise CommandError(
+                "--start queues cells for Celery workers (RSI_EXECUTOR=celery); the embedded executor lives in the "
+                "web server: use --run here, or Start on the campaign page",
+                returncode=2,
+            )
         ensure_builtin_policies()
         try:
             config = config_from_options(options)
@@ -60,6 +74,9 @@ class Command(DatabaseCommand):
             f"campaign {campaign.pk}: {len(cells)} cells ({len(tasks)} tasks x {len(seeds)} seeds), "
             f"protocol {config.protocol_id}"
         )
+        if options["start"]:
+            queued = do_start_attempts(None, cells)
+            self.stderr.write(f"queued {len(queued)} cells on {queue_name(config.benchmark)}")
         if options["run"]:
             for number, cell in enumerate(cells, 1):
                 self.stderr.write(f"cell {number}/{len(cells)}: {cell.task.name} seed {cell.seed}")
