@@ -294,6 +294,13 @@ class Attempt(models.Model):
         return self.status == self.Status.FINISHED
 
     @property
+    def runner_host(self) -> str:
+        """Where it runs or ran: a host name, or the broker queue that holds it ("" before it is started)."""
+        if self.runner.startswith("broker:"):
+            return self.runner.removeprefix("broker:")
+        return self.runner.rsplit(":", 2)[0] if self.runner.count(":") >= 2 else ""
+
+    @property
     def duration_s(self) -> float | None:
         """Seconds from start to finish (None until both are known)."""
         if self.started_at is None or self.finished_at is None:

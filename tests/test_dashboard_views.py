@@ -323,3 +323,13 @@ def test_a_campaign_page_does_not_reload_itself(admin_client, finished):
     page = admin_client.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
     assert 'http-equiv="refresh"' not in page
     assert f'data-socket="/ws/campaigns/{finished.campaign_id}/progress/"' in page
+
+
+def test_the_campaign_page_names_the_host_or_queue_of_each_cell(admin_client, make_attempt):
+    # Issue 13: "The campaign page shows which worker host runs each cell."
+    running = make_attempt("reach", benchmark="fetch", runner="gpu-host-3:4242:1234567")
+    page = admin_client.get(reverse("evaluator:campaign", args=[running.campaign_id])).content.decode()
+    assert '<span class="runner-host" title="gpu-host-3:4242:1234567">on gpu-host-3</span>' in page
+    Attempt.objects.filter(pk=running.pk).update(status="queued", runner="broker:rsi.fetch")
+    page = admin_client.get(reverse("evaluator:campaign", args=[running.campaign_id])).content.decode()
+    assert "queued on rsi.fetch" in page
