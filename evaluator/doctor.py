@@ -189,7 +189,39 @@ def diagnose() -> dict:
             "simpler_env_upstream": inventory,
         },
         "benchmarks": benchmarks,
+        "scale_out": scale_out(),
     }
+
+
+def scale_out() -> dict:
+    """The executor, and with RSI_EXECUTOR=celery the broker, the database and the workers that answer
+    (their names and queues; one process per GPU names its device in CUDA_VISIBLE_DEVICES)."""
+    from django.conf import settings
+    from django.db import connection
+
+    report = {"executor": settings.RSI_EXECUTOR, "database": connection.vendor}
+    if settings.RSI_EXECUTOR != "celery":
+        return report
+    from rsi_site.celery import app
+
+    try:
+        with app.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1, timeout=5)
+        report["broker"] = {"ok": True, "url": broker.as_uri()}
+    except Exception as exc:  # a broker that is down is a finding, not a crash of the report
+        report["broker"] = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"[:300]}
+        report["workers"] = {}
+        return report
+    inspect = app.control.inspect(timeout=3)
+    queues, devices = inspect.active_queues() or {}, inspect._request("rsi_devices") or {}
+    report["workers"] = {
+        name: {
+            "queues": sorted(q["name"] for q in queues.get(name, [])),
+            "devices": devices.get(name, {}).get("CUDA_VISIBLE_DEVICES"),
+        }
+        for name in sorted(set(queues) | set(devices))
+    }
+    return report
 
 
 def _verdict(ready: bool, reason: str, note: str = "") -> dict:

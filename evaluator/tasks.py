@@ -7,6 +7,9 @@ heartbeat; the reaper closes it as `worker_lost`; nothing runs it again.
 from __future__ import annotations
 
 import logging
+import os
+
+from celery.worker.control import inspect_command
 
 from evaluator.runners import this_process
 from rsi_site.celery import app
@@ -34,3 +37,9 @@ def reap() -> None:
     closed = reap_lost_attempts()
     if closed:
         log.warning("rsi.reap closed attempts %s as worker_lost", closed)
+
+
+@inspect_command()
+def rsi_devices(state) -> dict:
+    """What `manage.py doctor` asks each worker: the GPU its process may use."""
+    return {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}

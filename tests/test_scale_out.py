@@ -52,12 +52,12 @@ def _manage(env: dict, *args: str) -> str:
 class Worker:
     """One Celery worker process on the Fetch queue, one attempt at a time, logging to its own file."""
 
-    def __init__(self, tmp: Path, env: dict, name: str):
+    def __init__(self, tmp: Path, env: dict, name: str, device: str = "0"):
         self.log = tmp / f"{name}.log"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "rsi_site", "worker", "-Q", "rsi.fetch", "-c", "1", "-P", "solo",
              "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING", "--logfile", str(self.log)],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+            cwd=ROOT, env={**env, "CUDA_VISIBLE_DEVICES": device}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
     def ran(self) -> list[int]:
@@ -70,6 +70,10 @@ class Worker:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def _doctor(env: dict) -> dict:
+    return json.loads(_manage(env, "doctor", "--json"))["scale_out"]
 
 
 def _query(env: dict, sql: str) -> list[tuple]:
@@ -99,8 +103,16 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 def test_a_campaign_of_eight_cells_runs_over_two_workers_each_cell_exactly_once(cluster):
     tmp, env = cluster
-    workers = [Worker(tmp, env, "w1"), Worker(tmp, env, "w2")]
+    workers = [Worker(tmp, env, "w1", device="0"), Worker(tmp, env, "w2", device="1")]
     try:
+        # "manage.py doctor reports the broker, the database, the workers that are up, their queues and devices"
+        _wait(lambda: len(_doctor(env)["workers"]) == 2, 60, "both workers to answer")
+        scale = _doctor(env)
+        assert scale["executor"] == "celery" and scale["database"] == "postgresql" and scale["broker"]["ok"]
+        assert sorted((w["queues"], w["devices"]) for w in scale["workers"].values()) == [
+            (["rsi.fetch"], "0"),
+            (["rsi.fetch"], "1"),
+        ]
         campaign = _start(env, "reach push", repeats=4, decisions=20)
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
         _wait(lambda: _query(env, f"select count(*) {cells} and status = 'finished'") == [(8,)], 300, "8 cells")

@@ -53,3 +53,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{name:<16} {status}: {verdict['reason']}{note}")
             for task, paths in verdict.get("missing_assets", {}).items():
                 self.stdout.write(f"{'':<16}   {task}: missing {', '.join(paths)}")
+        scale = report["scale_out"]
+        self.stdout.write("")
+        self.stdout.write(f"executor         {scale['executor']} (database: {scale['database']})")
+        if "broker" in scale:
+            broker = scale["broker"]
+            self.stdout.write(
+                f"broker           {broker['url'] if broker['ok'] else 'unreachable: ' + broker['reason']}"
+            )
+            for name, worker in scale["workers"].items():
+                devices = f", CUDA_VISIBLE_DEVICES={worker['devices']}" if worker["devices"] else ""
+                self.stdout.write(f"worker           {name}: {', '.join(worker['queues'])}{devices}")
+            if not scale["workers"]:
+                self.stdout.write("worker           none answered (celery -A rsi_site worker -Q rsi.BENCHMARK)")
