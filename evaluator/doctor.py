@@ -213,7 +213,9 @@ def scale_out() -> dict:
         report["workers"] = {}
         return report
     inspect = app.control.inspect(timeout=3)
-    queues, devices = inspect.active_queues() or {}, inspect._request("rsi_devices") or {}
+    queues = inspect.active_queues() or {}
+    devices = {name: reply for answer in app.control.broadcast("rsi_devices", reply=True, timeout=3)
+               for name, reply in answer.items()}  # fmt: skip
     report["workers"] = {
         name: {
             "queues": sorted(q["name"] for q in queues.get(name, [])),

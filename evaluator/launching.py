@@ -144,16 +144,20 @@ def do_launch_campaign(
         provenance=catalog.provenance,
         created_by=user,
     )
+    budgets = {task.pk: resolve_budget(config, task.native_horizon).as_dict() for task in tasks}
     cells = [(task, seed) for task in tasks for seed in seeds]
-    for index, (task, seed) in enumerate(cells):
-        Attempt.objects.create(
+    # Up to 10,000 cells: one insert; the database's triggers still require each to be pending.
+    Attempt.objects.bulk_create(
+        Attempt(
             campaign=campaign,
             task=task,
             cell_index=index,
             seed=seed,
             policy_identity=policy.identity,
-            budget=resolve_budget(config, task.native_horizon).as_dict(),
+            budget=budgets[task.pk],
         )
+        for index, (task, seed) in enumerate(cells)
+    )
     return campaign
 
 
@@ -182,12 +186,14 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
         ids = [a.pk for a in startable]
         pending = Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING)
         queued = dict(pending.values_list("pk", "campaign__benchmark__name"))
-        for attempt_id, benchmark in queued.items():
-            # The embedded pool of this process, or the broker, holds it: if this process dies first,
+        for benchmark in set(queued.values()):
+            # The embedded pool of this process, or the broker, holds them: if this process dies first,
             # recovery puts an embedded cell back to pending; a broker's cell stays queued there.
-            Attempt.objects.filter(pk=attempt_id).update(
+            ids_of_benchmark = [pk for pk, name in queued.items() if name == benchmark]
+            Attempt.objects.filter(pk__in=ids_of_benchmark).update(
                 status=Attempt.Status.QUEUED, runner=executor.queued_runner(benchmark)
             )
+        for attempt_id, benchmark in queued.items():
             transaction.on_commit(functools.partial(executor.submit, attempt_id, benchmark))
     return list(queued)
 

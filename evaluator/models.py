@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason
+from evaluator.runners import runner_host
 
 
 class RecordImmutable(Exception):
@@ -296,9 +297,7 @@ class Attempt(models.Model):
     @property
     def runner_host(self) -> str:
         """Where it runs or ran: a host name, or the broker queue that holds it ("" before it is started)."""
-        if self.runner.startswith("broker:"):
-            return self.runner.removeprefix("broker:")
-        return self.runner.rsplit(":", 2)[0] if self.runner.count(":") >= 2 else ""
+        return runner_host(self.runner)
 
     @property
     def duration_s(self) -> float | None:

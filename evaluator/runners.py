@@ -29,8 +29,15 @@ def this_process() -> str:
     return _this_process(os.getpid())  # keyed by pid: a forked child is another runner
 
 
+def runner_host(runner: str) -> str:
+    """The host of a process runner, or the broker queue of a queued one ("" when there is none)."""
+    if runner.startswith("broker:"):
+        return runner.removeprefix("broker:")
+    return runner.rsplit(":", 2)[0] if runner.count(":") >= 2 else ""
+
+
 def on_this_host(runner: str) -> bool:
-    return runner.rsplit(":", 2)[0] == socket.gethostname()
+    return runner_host(runner) == socket.gethostname()
 
 
 def is_dead(runner: str) -> bool:

@@ -256,7 +256,9 @@ def compare_pair(request: HttpRequest) -> HttpResponse:
     if a_id is None or b_id is None:
         raise BadRequest("a and b must both be attempt ids")
     a, b = _attempt(request, a_id), _attempt(request, b_id)
-    return render(request, "evaluator/pair.html", {"a": a, "b": b, "speeds": PLAYBACK_SPEEDS})
+    return render(
+        request, "evaluator/pair.html", {"a": a, "b": b, "sides": [("a", a), ("b", b)], "speeds": PLAYBACK_SPEEDS}
+    )
 
 
 SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")

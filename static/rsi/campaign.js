@@ -9,6 +9,7 @@
   const pictureAt = {};
   let socket = null;
   let refreshing = false;
+  let again = false; // a cell finished while the page was being fetched: fetch it once more
 
   function duration(ms) {
     const s = Math.max(0, Math.round(ms / 1000));
@@ -67,8 +68,9 @@
   }
 
   async function refresh() {
-    if (refreshing) return;
+    if (refreshing) { again = true; return; }
     refreshing = true;
+    again = false;
     try {
       const response = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
       if (!response.ok) return;
@@ -82,6 +84,7 @@
       root.dataset.refreshed = String(Number(root.dataset.refreshed || 0) + 1);
     } finally {
       refreshing = false;
+      if (again) refresh();
     }
   }
 
