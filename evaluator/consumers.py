@@ -60,11 +60,12 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
         hub.attach_loop(asyncio.get_running_loop())
         self.group = group_name(self.attempt_id)
         self.sent_seq = 0
+        self.newest_seq = None  # the newest picture the events announced; None: ask the hub
         self.awaiting_ack = False
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         # A viewer who joins late or reconnects gets the current state at once.
-        state = hub.snapshot(self.attempt_id) or await _stored_state(self.attempt_id)
+        state = await asyncio.to_thread(hub.snapshot, self.attempt_id) or await _stored_state(self.attempt_id)
         await self.send_json({"type": "state", "state": state})
         await self.push_frame()
 
@@ -107,13 +108,18 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(content.get("type"), "MalformedMessage", 'a message has "type": "ack" or "intervene"')
 
     async def live_event(self, message):
-        await self.send_json({"type": "event", "event": message["event"]})
+        event = message["event"]
+        await self.send_json({"type": "event", "event": event})
+        if "frame_seq" in event:
+            self.newest_seq = max(self.newest_seq or 0, event["frame_seq"])
         await self.push_frame()
 
     async def push_frame(self):
         if self.awaiting_ack:
             return  # the viewer has not drawn the last picture: the hub keeps only the newest
-        frame = hub.latest_frame(self.attempt_id)
+        if self.newest_seq is not None and self.newest_seq <= self.sent_seq:
+            return  # nothing newer announced: no need to ask the hub (Redis, with Celery workers)
+        frame = await asyncio.to_thread(hub.latest_frame, self.attempt_id)
         if frame is None or frame.seq <= self.sent_seq:
             return
         jpeg = await asyncio.to_thread(frame.jpeg)
@@ -135,7 +141,7 @@ class CampaignProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         for attempt_id in await _running_cells(self.campaign_id):
-            state = hub.snapshot(attempt_id)
+            state = await asyncio.to_thread(hub.snapshot, attempt_id)
             if state is not None:
                 await self.send_json({"type": "event", "event": {"kind": "state", "attempt": attempt_id, **state}})
 

@@ -27,7 +27,7 @@ from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_kind, is_policy_spec, parse_policy_spec
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.errors import InvalidCombination, LaunchRefused, ProtocolError
+from evaluator.protocol.errors import InterventionRefused, InvalidCombination, LaunchRefused, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.seeds import check_cell_count, check_seeds
 from evaluator.readiness import readiness
@@ -220,10 +220,6 @@ def do_rerun(user, attempt: Attempt) -> Attempt:
     )
 
 
-class InterventionRefused(ProtocolError):
-    pass
-
-
 INTERVENTIONS = ("pause", "resume", "take_over", "release", "stop", "annotate", "action")
 
 
@@ -234,42 +230,39 @@ WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
 MAX_NOTE_CHARS = 2000
 
 
-def check_intervene(user, attempt: Attempt, kind: str, note: str = ""):
+def check_intervene(user, attempt: Attempt, kind: str, note: str = "") -> None:
     check_can(user, "intervene_attempt")
     if kind not in INTERVENTIONS:
         raise InterventionRefused(f"unknown intervention {kind[:40]!r}; one of {', '.join(INTERVENTIONS)}")
     if len(note) > MAX_NOTE_CHARS:
         raise InterventionRefused(f"a note holds at most {MAX_NOTE_CHARS} characters, got {len(note)}")
-    control = hub.control(attempt.pk)
-    if attempt.status != Attempt.Status.RUNNING or control is None:
-        raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running here")
-    if kind == "action" and not control.taken_over:
+    flags = hub.control_flags(attempt.pk)
+    if attempt.status != Attempt.Status.RUNNING or flags is None:
+        raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running under this executor")
+    if kind == "action" and not flags["taken_over"]:
         raise InterventionRefused("take over before sending actions")
-    return control
 
 
 def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list | None = None) -> dict:
-    """Record the intervention, withdraw autonomy at once where it changes the policy, then act."""
+    """Record the intervention, withdraw autonomy at once where it changes the policy, then act. One
+    transaction: an intervention that cannot reach the attempt's runner is not recorded."""
     attempt = Attempt.objects.get(pk=attempt_id)
-    control = check_intervene(user, attempt, kind, note)
+    check_intervene(user, attempt, kind, note)
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
-    if kind != "action":
-        with transaction.atomic():
+    with transaction.atomic():
+        if kind != "action":
             Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note)
             if kind in WITHDRAWS_AUTONOMY:
                 Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
-    control.apply(kind, action)
-    autonomous = Attempt.objects.values_list("autonomous", flat=True).get(pk=attempt_id)
-    event = {
-        "kind": "intervention",
-        "intervention": kind,
-        "user": user.username,
-        "step": step,
-        "note": note,
-        "autonomous": autonomous,
-    }
-    if kind != "action":
-        hub.publish(attempt_id, event)
+        event = {
+            "kind": "intervention",
+            "intervention": kind,
+            "user": user.username,
+            "step": step,
+            "note": note,
+            "autonomous": Attempt.objects.values_list("autonomous", flat=True).get(pk=attempt_id),
+        }
+        hub.intervene(attempt_id, kind, action, event if kind != "action" else None)
     return event
 
 

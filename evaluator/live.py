@@ -5,7 +5,9 @@ state and a reference to the latest frame (one slot per attempt: a stale frame i
 never queued) and schedules a small event dict on the channel layer in the server's event
 loop without waiting for it. Frames never travel through the channel layer: each viewer's
 consumer takes the latest one from the hub when its viewer has drawn the previous one.
-This hub lives in the process that runs the attempts (the embedded default's server).
+This hub lives in the process that runs the attempts (the embedded default's server); with the
+Celery executor, RedisLiveHub (evaluator/live_redis.py) carries the same events, pictures and
+interventions between the workers and the web processes through Redis.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def now_ms() -> float:
 class LiveFrame:
     seq: int
     step: int
-    rgb: np.ndarray
-    _jpeg: bytes | None = None
+    rgb: np.ndarray | None
+    _jpeg: bytes | None = None  # given when the picture came encoded (from Redis)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def jpeg(self) -> bytes:
@@ -83,6 +85,7 @@ class AttemptControl:
         with self.condition:
             held_since = time.monotonic()
             while True:
+                self.receive()
                 if self.stopping:
                     return Directive(stop=True)
                 if self.taken_over and self.human_actions:
@@ -94,7 +97,13 @@ class AttemptControl:
                     self.stopping = True
                     self.on_change({"kind": "hold_expired", "max_hold_s": self.max_hold})
                     return Directive(stop=True)
-                self.condition.wait(timeout=min(0.5, self.max_hold))
+                self.wait(min(0.5, self.max_hold))
+
+    def receive(self) -> None:
+        """Requests that arrive from elsewhere (RedisLiveHub's polled control); here they come through apply."""
+
+    def wait(self, timeout: float) -> None:
+        self.condition.wait(timeout=timeout)
 
     def rejected(self, message: str) -> None:
         self.on_change({"kind": "human_action_rejected", "message": message})
@@ -135,8 +144,11 @@ class LiveHub:
         """The server's event loop, where channel-layer sends are scheduled (set by the consumers)."""
         self.loop = loop
 
+    def new_control(self, attempt_id: int) -> AttemptControl:
+        return AttemptControl(lambda event: self.publish(attempt_id, event))
+
     def open(self, attempt_id: int, state: dict, campaign_id: int | None = None) -> AttemptControl:
-        control = AttemptControl(lambda event: self.publish(attempt_id, event))
+        control = self.new_control(attempt_id)
         with self.lock:
             self.controls[attempt_id] = control
             self.states[attempt_id] = dict(state)
@@ -154,8 +166,18 @@ class LiveHub:
             self.campaigns.pop(attempt_id, None)
             self.campaign_sent.pop(attempt_id, None)
 
-    def control(self, attempt_id: int) -> AttemptControl | None:
-        return self.controls.get(attempt_id)
+    def control_flags(self, attempt_id: int) -> dict | None:
+        """The attempt's pause, take-over and stop flags; None when it is not running under this hub."""
+        control = self.controls.get(attempt_id)
+        return control.flags() if control else None
+
+    def intervene(self, attempt_id: int, kind: str, action: list | None, event: dict | None) -> None:
+        """Hand a validated intervention to the running attempt's control, and tell its viewers."""
+        control = self.controls.get(attempt_id)
+        if control is not None:
+            control.apply(kind, action)
+        if event is not None:
+            self.publish(attempt_id, event)
 
     def snapshot(self, attempt_id: int) -> dict | None:
         with self.lock:
@@ -180,6 +202,10 @@ class LiveHub:
         self._send(group_name(attempt_id), {"type": "live.event", "event": event})
         if campaign_event is not None:
             self._send(campaign_group_name(campaign_event.pop("campaign")), campaign_event)
+        self.delivered(attempt_id)
+
+    def delivered(self, attempt_id: int) -> None:
+        """After each event's sends (RedisLiveHub flushes state and picture to Redis then)."""
 
     def _campaign_event(self, attempt_id: int, event: dict) -> dict | None:
         """A small progress event for the attempt's campaign page; steps thinned out. Holds the lock."""
@@ -201,4 +227,14 @@ class LiveHub:
                 asyncio.run_coroutine_threadsafe(get_channel_layer().group_send(group, message), loop)
 
 
-hub = LiveHub()
+def _hub() -> LiveHub:
+    from django.conf import settings
+
+    if settings.RSI_EXECUTOR == "celery":
+        from evaluator.live_redis import RedisLiveHub
+
+        return RedisLiveHub(settings.RSI_LIVE_REDIS_URL)
+    return LiveHub()
+
+
+hub = _hub()

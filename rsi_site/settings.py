@@ -141,9 +141,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 RSI_EXECUTOR = os.environ.get("RSI_EXECUTOR", "embedded")
 if RSI_EXECUTOR not in ("embedded", "celery"):
     raise ImproperlyConfigured(f"RSI_EXECUTOR must be embedded or celery, got {RSI_EXECUTOR!r}")
-RSI_BROKER_URL = os.environ.get("RSI_BROKER_URL") or os.environ.get("REDIS_URL", "")
-if RSI_EXECUTOR == "celery" and not RSI_BROKER_URL:
-    raise ImproperlyConfigured("RSI_EXECUTOR=celery needs REDIS_URL (or RSI_BROKER_URL) for its broker")
+# Live pictures, events and interventions travel between workers and web processes through Redis.
+RSI_LIVE_REDIS_URL = os.environ.get("REDIS_URL", "")
+if RSI_EXECUTOR == "celery" and not RSI_LIVE_REDIS_URL:
+    raise ImproperlyConfigured("RSI_EXECUTOR=celery needs REDIS_URL: the broker, the channel layer and live pictures")
+RSI_BROKER_URL = os.environ.get("RSI_BROKER_URL") or RSI_LIVE_REDIS_URL
 # At most once: a task is acknowledged as it starts and never retried or redelivered once started;
 # a worker reserves one task at a time. The attempt itself is claimed in the database before it runs.
 CELERY_BROKER_URL = RSI_BROKER_URL or "memory://"
@@ -155,6 +157,9 @@ CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "rsi.default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker outage (Redis restarted) must not cancel the attempt running in a worker: its task was
+# acknowledged as it started, so a cancelled attempt would be lost, never redelivered.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # The reaper of attempts with a stale heartbeat (evaluator/heartbeats.py) runs every RSI_REAP_INTERVAL_S.
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-attempts": {"task": "rsi.reap", "schedule": float(os.environ.get("RSI_REAP_INTERVAL_S", "30"))}

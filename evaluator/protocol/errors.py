@@ -37,6 +37,10 @@ class CatalogError(ProtocolError):
     """A task catalog file that does not match its schema or the upstream facts."""
 
 
+class InterventionRefused(ProtocolError):
+    """An intervention that cannot be applied (unknown, not permitted now, or unable to reach the runner)."""
+
+
 class LaunchRefused(ProtocolError):
     """A plan that cannot be launched. Raised with several typed errors, it holds each of them (the form
     shows them all at once); a plan with one problem raises that problem's own typed error."""

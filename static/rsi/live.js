@@ -7,8 +7,8 @@
   const img = $("live-frame");
   const latencies = (window.rsiLatencies = []);
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  const socket = new WebSocket(scheme + location.host + root.dataset.socket);
-  socket.binaryType = "arraybuffer";
+  let socket = null;
+  let retryMs = 1000; // after a lost connection (a restarted server): 1 s, doubling to 10 s
   let lastUrl = null;
   let takenOver = false;
   let paused = false;
@@ -110,10 +110,15 @@
     $("finished-banner").hidden = false;
   }
 
-  socket.onmessage = (message) => {
+  function onmessage(message) {
     if (typeof message.data === "string") {
       const data = JSON.parse(message.data);
-      if (data.type === "state") { apply(data.state); root.dataset.connected = "1"; }
+      if (data.type === "state") {
+        if (root.dataset.connected === "0") $("live-message").textContent = "reconnected";
+        apply(data.state);
+        root.dataset.connected = "1";
+        retryMs = 1000;
+      }
       else if (data.type === "event") event(data.event);
       else if (data.type === "refused") $("live-message").textContent = `refused ${data.kind}: ${data.reason}`;
       else if (data.type === "accepted") $("live-message").textContent = `${data.event.intervention || "action"} accepted`;
@@ -129,10 +134,23 @@
       socket.send(JSON.stringify({ type: "ack", seq }));
     };
     img.src = url;
-  };
-  socket.onclose = () => {
-    if (!root.dataset.finished) { status = "disconnected"; buttons(); }
-  };
+  }
+
+  function connect() {
+    socket = new WebSocket(scheme + location.host + root.dataset.socket);
+    socket.binaryType = "arraybuffer";
+    socket.onmessage = onmessage;
+    socket.onclose = () => {
+      root.dataset.connected = "0";
+      if (root.dataset.finished) return;
+      status = "disconnected";
+      buttons();
+      $("live-message").textContent = `connection lost; reconnecting in ${retryMs / 1000} s`;
+      setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, 10000);
+    };
+  }
+  connect();
 
   function intervene(kind, extra = {}) {
     socket.send(JSON.stringify({ type: "intervene", kind, ...extra }));
