@@ -438,3 +438,20 @@ class Artifact(AttemptRecord):
     def name(self) -> str:
         """The path inside the attempt's folder, e.g. video.mp4 or messages/call-0001.png."""
         return self.path.split("/", 2)[2]
+
+
+class MediaProbe(models.Model):
+    """A file a web process wrote under its media root, with its contents: a worker that cannot read the
+    same file under its own RSI_MEDIA_ROOT does not share the web's media root (evaluator/media_probe.py)."""
+
+    token = models.CharField(max_length=64, unique=True)
+    content = models.CharField(max_length=64)
+    host = models.CharField(max_length=255)
+    media_root = models.CharField(max_length=1000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.media_root}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
+from celery.signals import worker_init
 from celery.worker.control import inspect_command
 
 from evaluator.runners import this_process
@@ -43,3 +44,15 @@ def reap() -> None:
 def rsi_devices(state) -> dict:
     """What `manage.py doctor` asks each worker: the GPU its process may use."""
     return {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+@worker_init.connect
+def check_media_root(**kwargs) -> None:
+    """A worker whose media root is not the web's refuses to start (evaluator/media_probe.py)."""
+    from evaluator.media_probe import MediaRootMismatch, check_probe
+
+    try:
+        probe = check_probe()
+    except MediaRootMismatch as mismatch:
+        raise SystemExit(f"rsi worker refuses to start: {mismatch}") from None
+    log.warning("rsi worker: media root shared with the web (probe %s of %s)", probe.token, probe.host)

@@ -7,6 +7,7 @@ from evaluator.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.identity import configure
+from tests.servers.cluster import cluster  # noqa: F401 (the scale-out tests' Celery deployment)
 
 # The test process is no server start-up: recovery at start-up is tested in a daphne of its own.
 os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")

@@ -1,5 +1,6 @@
-"""A throwaway Redis server for tests of the scale-out path: a spare loopback port, no persistence,
-a temporary directory; it can be stopped and started again on the same port."""
+"""A throwaway Redis server for tests of the scale-out path: a spare loopback port, a temporary
+directory; it can be stopped and started again on the same port. As the README asks of a broker,
+it keeps an append-only file written at every command, so queued cells survive its restart."""
 
 import shutil
 import socket
@@ -36,7 +37,9 @@ class RedisServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes",
+                "--appendfsync",
+                "always",
                 "--dir",
                 str(self.dir),
             ],
