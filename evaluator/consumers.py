@@ -114,6 +114,11 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             self.newest_seq = max(self.newest_seq or 0, event["frame_seq"])
         await self.push_frame()
 
+    async def live_frame(self, message):
+        """A newer picture is stored (RedisLiveHub announces each after storing it)."""
+        self.newest_seq = max(self.newest_seq or 0, message["frame_seq"])
+        await self.push_frame()
+
     async def push_frame(self):
         if self.awaiting_ack:
             return  # the viewer has not drawn the last picture: the hub keeps only the newest

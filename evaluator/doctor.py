@@ -216,10 +216,14 @@ def scale_out() -> dict:
     queues = inspect.active_queues() or {}
     devices = {name: reply for answer in app.control.broadcast("rsi_devices", reply=True, timeout=3)
                for name, reply in answer.items()}  # fmt: skip
+    from evaluator.readiness import workers_verdicts
+
+    verdicts = workers_verdicts()
     report["workers"] = {
         name: {
             "queues": sorted(q["name"] for q in queues.get(name, [])),
             "devices": devices.get(name, {}).get("CUDA_VISIBLE_DEVICES"),
+            "readiness": verdicts.get(name, {}),
         }
         for name in sorted(set(queues) | set(devices))
     }

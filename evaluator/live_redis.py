@@ -8,10 +8,11 @@ Per running attempt, under `rsi:live:<attempt>:`:
   commands  list of interventions, popped by the worker at decision boundaries
 
 The rollout never waits for Redis: events go to an outbox that a publisher thread of the worker
-drains; before sending the events queued so far as small channel-layer notifications, it stores
-the newest state and picture (one slot per attempt: a stale picture is replaced, never queued).
-The web's consumers read the picture from Redis when their viewer has drawn the last one, so the
-one-picture-per-viewer back-pressure is the same as with the embedded hub. A Redis outage loses
+drains. It sends the events queued so far as small channel-layer messages, then stores the newest
+state and picture (one slot per attempt: a stale picture is replaced, never queued) and announces
+the picture with a `live.frame` message. The web's consumers read the picture from Redis when their
+viewer has drawn the last one, so the one-picture-per-viewer back-pressure is the same as with the
+embedded hub. A Redis outage loses
 live pictures and events, never the attempt: its evidence goes to the media root and the database.
 """
 
@@ -28,7 +29,7 @@ from collections import deque
 import redis
 from channels.layers import get_channel_layer
 
-from evaluator.live import AttemptControl, LiveFrame, LiveHub
+from evaluator.live import AttemptControl, LiveFrame, LiveHub, group_name
 from evaluator.protocol.errors import InterventionRefused
 
 log = logging.getLogger(__name__)
@@ -146,19 +147,26 @@ class RedisLiveHub(LiveHub):
                     self.idle.set()
                     return
                 dirty, self.dirty = self.dirty, set()
-            ready = len(self.outbox)  # events queued before their pictures are stored below
+            # The events first: a step reaches the browser without waiting for its picture's encoding.
+            for _ in range(len(self.outbox)):
+                await self._notify(layer, *self.outbox.popleft())
             try:
-                await asyncio.to_thread(self._store, dirty)
+                pictures = await asyncio.to_thread(self._store, dirty)
             except redis.RedisError as exc:
                 self.quiet.failed("storing the latest state and picture", exc)
-            for _ in range(ready):
-                group, message = self.outbox.popleft()
-                try:
-                    await layer.group_send(group, message)
-                except Exception as exc:
-                    self.quiet.failed("notifying viewers", exc)
+                continue
+            for attempt_id, seq in pictures.items():
+                await self._notify(layer, group_name(attempt_id), {"type": "live.frame", "frame_seq": seq})
 
-    def _store(self, attempt_ids: set[int]) -> None:
+    async def _notify(self, layer, group: str, message: dict) -> None:
+        try:
+            await layer.group_send(group, message)
+        except Exception as exc:  # any transport failure: the rollout goes on
+            self.quiet.failed("notifying viewers", exc)
+
+    def _store(self, attempt_ids: set[int]) -> dict[int, int]:
+        """Store the newest state and picture of each attempt; {attempt: sequence number} of new pictures."""
+        pictures = {}
         with self.client.pipeline(transaction=False) as pipe:
             for attempt_id in attempt_ids:
                 with self.lock:
@@ -175,8 +183,9 @@ class RedisLiveHub(LiveHub):
                     pipe.set(
                         key(attempt_id, "frame"), FRAME_HEADER.pack(frame.seq, frame.step) + frame.jpeg(), ex=KEY_TTL_S
                     )
-                    self.stored_seq[attempt_id] = frame.seq
+                    self.stored_seq[attempt_id] = pictures[attempt_id] = frame.seq
             pipe.execute()
+        return pictures
 
     # The web's side: what a viewer sees and what an intervener sends.
 

@@ -6,10 +6,12 @@ heartbeat; the reaper closes it as `worker_lost`; nothing runs it again.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import threading
 
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready
 from celery.worker.control import inspect_command
 
 from evaluator.runners import this_process
@@ -38,6 +40,39 @@ def reap() -> None:
     closed = reap_lost_attempts()
     if closed:
         log.warning("rsi.reap closed attempts %s as worker_lost", closed)
+
+
+# This worker's readiness verdict per benchmark of its queues, checked once as it starts.
+_verdicts: dict[str, dict] = {}
+
+
+def _benchmarks(consumer) -> list[str]:
+    """The benchmarks whose queues (rsi.<benchmark>) this worker consumes."""
+    from django.conf import settings
+
+    names = (queue.name for queue in consumer.task_consumer.queues if queue.name != settings.CELERY_TASK_DEFAULT_QUEUE)
+    return sorted(name.removeprefix("rsi.") for name in names if name.startswith("rsi."))
+
+
+@worker_ready.connect
+def check_benchmarks(sender, **kwargs) -> None:
+    """doctor's checks of this worker's benchmarks, in a thread: they take seconds, and tasks may start meanwhile."""
+
+    def check(benchmarks: list[str]) -> None:
+        from evaluator.readiness import local_readiness
+
+        for benchmark in benchmarks:
+            _verdicts[benchmark] = local_readiness(benchmark).as_dict()
+        log.warning("rsi worker: readiness %s", json.dumps(_verdicts, sort_keys=True))
+
+    threading.Thread(target=check, args=(_benchmarks(sender),), name="rsi-readiness", daemon=True).start()
+
+
+@inspect_command()
+def rsi_readiness(state) -> dict:
+    """What the web asks before it creates or starts cells: whether this worker can run each benchmark of its queues."""
+    pending = {"ready": None, "reason": "still checking", "note": ""}
+    return {benchmark: _verdicts.get(benchmark, pending) for benchmark in _benchmarks(state.consumer)}
 
 
 @inspect_command()

@@ -95,3 +95,38 @@ def test_a_worker_whose_media_root_is_not_the_webs_refuses_to_start(cluster, tmp
         assert shared.process.poll() is None
     finally:
         shared.stop()
+
+
+READINESS = (
+    "import json; from evaluator.readiness import readiness; "
+    "print(json.dumps({b: readiness(b).as_dict() for b in ('fetch', 'simpler_env', 'maniskill2')}))"
+)
+
+
+def test_readiness_is_the_verdict_of_the_workers_that_serve_each_benchmark(cluster):
+    tmp, env, _ = cluster
+    # With Celery the executor is the workers: the web asks them (rsi_readiness), not its own host.
+    fetch = Worker(tmp, env, "fetch-ready")
+    simpler = Worker(tmp, env, "simpler-here", queue="rsi.simpler_env")
+    try:
+        checked = lambda: all("rsi worker: readiness" in w.output() for w in (fetch, simpler))  # noqa: E731
+        wait(checked, 180, "both workers' checks")
+        verdicts = json.loads(manage(env, "shell", "--no-imports", "-c", READINESS))
+        report = doctor(env)
+    finally:
+        fetch.stop()
+        simpler.stop()
+    assert verdicts["fetch"]["ready"] and verdicts["fetch"]["reason"].startswith("ready on fetch-ready@")
+    # This host has no pinned SimplerEnv upstream: the worker of that queue says so, and launching is refused.
+    assert not verdicts["simpler_env"]["ready"]
+    assert verdicts["simpler_env"]["reason"].startswith("no worker of rsi.simpler_env can run it (simpler-here@")
+    # No worker of the queue: allowed, the cells wait for one.
+    assert verdicts["maniskill2"] == {
+        "benchmark": "maniskill2",
+        "ready": True,
+        "reason": "no Celery worker serves rsi.maniskill2 now",
+        "note": "its cells wait in the queue until a worker can take them",
+    }
+    by_queue = {tuple(w["queues"]): w["readiness"] for w in report["workers"].values()}
+    assert by_queue[("rsi.fetch",)]["fetch"]["ready"] is True
+    assert by_queue[("rsi.simpler_env",)]["simpler_env"]["ready"] is False

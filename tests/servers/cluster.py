@@ -50,12 +50,13 @@ def manage(env: dict, *args: str) -> str:
 
 
 class Worker:
-    """One Celery worker process on the Fetch queue, one attempt at a time, logging to its own file."""
+    """One Celery worker process on one benchmark's queue (Fetch's by default), one attempt at a time,
+    logging to its own file."""
 
-    def __init__(self, tmp: Path, env: dict, name: str, device: str = "0"):
+    def __init__(self, tmp: Path, env: dict, name: str, device: str = "0", queue: str = "rsi.fetch"):
         self.log = tmp / f"{name}.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "rsi_site", "worker", "-Q", "rsi.fetch", "-c", "1", "-P", "solo",
+            [sys.executable, "-m", "celery", "-A", "rsi_site", "worker", "-Q", queue, "-c", "1", "-P", "solo",
              "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING", "--logfile", str(self.log)],
             cwd=ROOT, env={**env, "CUDA_VISIBLE_DEVICES": device}, stdout=(tmp / f"{name}.out").open("ab"),
             stderr=subprocess.STDOUT,

@@ -64,5 +64,8 @@ class Command(BaseCommand):
             for name, worker in scale["workers"].items():
                 devices = f", CUDA_VISIBLE_DEVICES={worker['devices']}" if worker["devices"] else ""
                 self.stdout.write(f"worker           {name}: {', '.join(worker['queues'])}{devices}")
+                for benchmark, verdict in worker["readiness"].items():
+                    state = {True: "ready", False: "cannot run", None: "checking"}[verdict["ready"]]
+                    self.stdout.write(f"{'':<16}   {benchmark}: {state}: {verdict['reason']}")
             if not scale["workers"]:
                 self.stdout.write("worker           none answered (celery -A rsi_site worker -Q rsi.BENCHMARK)")
