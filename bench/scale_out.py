@@ -18,7 +18,6 @@ import sqlite3
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +128,9 @@ def main() -> None:
     print(f"\nmachine: {os.cpu_count()} cores; Fetch reach, noop, {args.decisions} one-action decisions per cell")
     for workers, (rate, seconds) in throughput.items():
         print(f"{workers} worker(s): {rate:6.2f} cells/min  ({args.cells} cells in {seconds:.1f} s)")
-    print(f"throughput ratio 2 workers / 1 worker: {two / one:.2f}  (goal >= 1.8 with a core per worker and its simulator)")
+    print(
+        f"throughput ratio 2 workers / 1 worker: {two / one:.2f}  (goal >= 1.8 given a core per worker and simulator)"
+    )
     print(f"step-to-browser latency through Redis:  {_summary(redis_latency)}")
     print(f"step-to-browser latency embedded:       {_summary(embedded_latency)}")
     print(
