@@ -8,6 +8,11 @@ with BUDGET either `decision-D-prefix-K` (decision mode) or `extended-horizon-2h
 (horizon mode with horizon_multiplier=2); the native-horizon track has no budget
 segment. Horizon-mode call and step budgets are run settings recorded with each
 attempt, not part of the identity (simpler_env_protocol.md, "Protocol").
+
+A full SimplerEnv campaign (the native Visual Matching or Variant Aggregation matrix, cell by cell)
+has its own prefix and, as SCOPE, the first 12 hex digits of the matrix data's sha256:
+`simpler-full-visual-matching/matrix-<sha12>/rgb/v1`. It is never pooled with the prepackaged track,
+nor with a run of different matrix data.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ DEFAULT_SCOPE = "default"
 EXTENDED_SEGMENT = "extended-horizon-2h"
 FEEDBACK_SEGMENT = "action-feedback"
 AGENT_METHOD_SEGMENT = "agent-method"
+FULL_PREFIX = "simpler-full-"
+FULL_PROTOCOLS = ("visual_matching", "variant_aggregation")
+MATRIX_SEGMENT = "matrix-"
 
 
 @dataclass(frozen=True)
@@ -148,11 +156,16 @@ class ProtocolConfig:
     runner_step_cap: int
     task_scope: str = DEFAULT_SCOPE
     interface_version: int = 1
+    full_protocol: str = ""  # SimplerEnv's full matrix (visual_matching, variant_aggregation), or none
+    matrix_sha: str = ""  # the first 12 hex digits of that matrix data's sha256
 
     @property
     def protocol_id(self) -> str:
         fam = family(self.benchmark)
-        segments = [fam.prefix]
+        if self.full_protocol:
+            segments = [FULL_PREFIX + self.full_protocol.replace("_", "-"), MATRIX_SEGMENT + self.matrix_sha]
+        else:
+            segments = [fam.prefix]
         if self.task_scope != DEFAULT_SCOPE:
             segments.append(self.task_scope)
         segments.append(self.sensors)
@@ -189,7 +202,9 @@ class ProtocolConfig:
         return self.interface_version == family(self.benchmark).current_version
 
     def as_dict(self) -> dict:
+        full = {"full_protocol": self.full_protocol, "matrix_sha": self.matrix_sha} if self.full_protocol else {}
         return {
+            **full,
             "benchmark": self.benchmark,
             "protocol_id": self.protocol_id,
             "sensors": self.sensors,
@@ -243,9 +258,12 @@ def configure(
     runner_step_cap: int | None = None,
     task_scope: str | None = None,
     interface_version: int | None = None,
+    full_protocol: str | None = None,
+    matrix_sha: str | None = None,
 ) -> ProtocolConfig:
     """Resolve explicit options (None = not given) into a configuration, or refuse them."""
     fam = family(benchmark)
+    full_protocol, matrix_sha = _full_matrix(benchmark, full_protocol, matrix_sha, task_scope)
     sensors = _choice("sensor track", sensors, fam.sensors, fam.sensors[0])
     interaction_mode = _choice("interaction mode", interaction_mode, INTERACTION_MODES, SINGLE_RESPONSE)
     budget_mode = _choice("budget mode", budget_mode, BUDGET_MODES, fam.default_budget_mode)
@@ -305,7 +323,25 @@ def configure(
         runner_step_cap=cap,
         task_scope=task_scope,
         interface_version=interface_version,
+        full_protocol=full_protocol,
+        matrix_sha=matrix_sha,
     )
+
+
+def _full_matrix(
+    benchmark: str, full_protocol: str | None, matrix_sha: str | None, task_scope: str | None
+) -> tuple[str, str]:
+    if full_protocol is None and matrix_sha is None:
+        return "", ""
+    if benchmark != "simpler_env":
+        raise InvalidCombination(f"full matrices exist for simpler_env only, not {benchmark}")
+    if full_protocol not in FULL_PROTOCOLS:
+        raise UnknownOption(f"unknown full matrix {full_protocol!r}; allowed: {', '.join(FULL_PROTOCOLS)}")
+    if not (isinstance(matrix_sha, str) and len(matrix_sha) == 12 and all(c in "0123456789abcdef" for c in matrix_sha)):
+        raise MalformedIdentity(f"a full matrix is named by 12 lowercase hex digits of its sha256, got {matrix_sha!r}")
+    if task_scope not in (None, DEFAULT_SCOPE):
+        raise InvalidCombination("a full matrix is its own task scope")
+    return full_protocol, matrix_sha
 
 
 def _decision_segment(segment: str) -> tuple[int, int] | None:
@@ -320,6 +356,11 @@ def _decision_segment(segment: str) -> tuple[int, int] | None:
 def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
     """The configuration an identity names (horizon-mode run budgets at their defaults)."""
     parts = protocol_id.split("/")
+    options: dict = {}
+    if parts[0].startswith(FULL_PREFIX) and len(parts) > 1 and parts[1].startswith(MATRIX_SEGMENT):
+        options["full_protocol"] = parts[0].removeprefix(FULL_PREFIX).replace("-", "_")
+        options["matrix_sha"] = parts.pop(1).removeprefix(MATRIX_SEGMENT)
+        parts[0] = FAMILIES["simpler_env"].prefix
     fam = next((f for f in FAMILIES.values() if f.prefix == parts[0]), None)
     if fam is None or len(parts) < 3:
         raise MalformedIdentity(f"not a protocol identity: {protocol_id!r}")
@@ -327,7 +368,7 @@ def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
     if not (version.startswith("v") and version[1:].isdigit()):
         raise MalformedIdentity(f"identity {protocol_id!r} does not end in a version such as /v1")
     middle = parts[1:-1]
-    options: dict = {"interface_version": int(version[1:])}
+    options["interface_version"] = int(version[1:])
     if middle and middle[0] in fam.scopes and middle[0] != DEFAULT_SCOPE:
         options["task_scope"] = middle.pop(0)
     if not middle or middle[0] not in fam.sensors:
