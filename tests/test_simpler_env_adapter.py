@@ -141,3 +141,67 @@ def test_a_malformed_action_never_reaches_the_env(action):
     with pytest.raises(simpler_adapter.AdapterError):
         episode.step(action)
     assert episode.env.unwrapped._elapsed_steps == 0
+
+
+GOOGLE_CONTROL = (
+    "arm_pd_ee_delta_pose_align_interpolate_by_planner_gripper_pd_joint_target_delta_pos_interpolate_by_planner"
+)
+
+
+def _full_cell(protocol: str, key_part: str) -> dict:
+    from evaluator.protocol.full_matrix import load_matrix
+
+    return next(c for c in load_matrix(protocol).cells if key_part in c.key).as_dict()
+
+
+def test_a_full_cell_is_built_with_its_own_kwargs_and_never_the_prepackaged_config():
+    # Issue 14: "prepackaged_config=False, the build kwargs (scene, urdf_version, station name, light mode,
+    # shader, overlay image, distractor config, lighting flags), reset with the robot and object init options
+    # or the episode id and the seed of §4" - checked against the double of the upstream surface.
+    cell = _full_cell("visual_matching", "vm/drawer/urdf_version=None/env=close_middle/overlay_pose=c1")
+    data = "/opt/real2sim/data"
+    episode = simpler_adapter.SimplerEpisode.full_cell(upstream.gym_make, cell, data, "overhead_camera", 113)
+    assert episode.env_id == "CloseMiddleDrawerCustomInScene-v0"
+    assert episode.env.unwrapped.kwargs == {
+        "shader_dir": "rt",
+        "station_name": "mk_station_recolor",
+        "light_mode": "simple",
+        "disable_bad_material": True,
+        "urdf_version": "None",
+        "obs_mode": "rgbd",
+        "robot": "google_robot_static",
+        "sim_freq": 513,
+        "control_mode": GOOGLE_CONTROL,
+        "control_freq": 3,
+        "scene_name": "dummy_drawer",
+        "camera_cfgs": {"add_segmentation": True},
+        "rgb_overlay_path": "/opt/real2sim/data/real_inpainting/open_drawer_c1.png",
+        "rgb_overlay_cameras": ["overhead_camera"],
+        "prepackaged_config": False,
+    }
+    assert episode.env.max_episode_steps == 113  # the TimeLimit took max_episode_steps
+    episode.reset(cell["seed"])
+    episode.reset(cell["seed"])
+    (seed, options), (_, again) = episode.env.unwrapped.resets
+    assert seed == 40194941
+    robot = options["robot_init_options"]
+    assert robot["init_xy"].dtype == np.float64 and robot["init_xy"].tolist() == [0.765, 0.222]
+    assert robot["init_rot_quat"].tolist() == pytest.approx([0.0124997, 0, 0, 0.9999219], abs=1e-7)  # yaw -0.025
+    assert options["obj_init_options"]["init_xy"].tolist() == [0.0, 0.0]
+    assert options is not again  # each reset gets its own copy: upstream writes into what it is given
+
+
+def test_a_variant_aggregation_cell_resets_with_its_episode_id_and_no_overlay():
+    cell = _full_cell("variant_aggregation", "va/move_near/variant=no_distractor/episode_id=37")
+    episode = simpler_adapter.SimplerEpisode.full_cell(upstream.gym_make, cell, "/data", "overhead_camera", 80)
+    kwargs = episode.env.unwrapped.kwargs
+    assert episode.env_id == "MoveNearGoogleInScene-v0"
+    assert kwargs["no_distractor"] is True and kwargs["rgb_overlay_path"] is None
+    assert "rgb_overlay_cameras" not in kwargs
+    assert kwargs["prepackaged_config"] is False and "urdf_version" not in kwargs
+    episode.reset(cell["seed"])
+    _, options = episode.env.unwrapped.resets[0]
+    assert options["obj_init_options"] == {"episode_id": 37}
+    assert options["robot_init_options"]["init_xy"].tolist() == [0.35, 0.21]
+    # the cell's own data is untouched by the env's writes
+    assert cell["reset_options"]["obj_init_options"] == {"episode_id": 37}

@@ -92,9 +92,14 @@ class SapienWorker:
                         "install",
                         f"missing upstream assets under {mani_skill2_real2sim.ASSET_DIR}: " + ", ".join(missing),
                     )
-                self.simpler = SimplerEpisode(
-                    gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"], request["camera"], steps
-                )
+                if request.get("full_cell"):
+                    self.simpler = SimplerEpisode.full_cell(
+                        gym.make, request["full_cell"], mani_skill2_real2sim.ASSET_DIR, request["camera"], steps
+                    )
+                else:
+                    self.simpler = SimplerEpisode(
+                        gym.make, simpler_env.ENVIRONMENT_MAP, request["env_id"], request["camera"], steps
+                    )
             else:
                 raise NativeError("install", f"unknown SAPIEN benchmark family {family!r}")
         except ImportError as exc:

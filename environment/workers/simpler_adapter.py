@@ -1,4 +1,6 @@
-"""Construction and stepping of the SimplerEnv prepackaged tasks, as the protocol requires.
+"""Construction and stepping of the SimplerEnv prepackaged tasks, as the protocol requires, and of
+the cells of the native full matrices (evaluator/protocol/full_matrix.py) as upstream's own
+evaluator builds each episode.
 
 Runs inside the SAPIEN worker's own interpreter: standard library and numpy only; the upstream
 modules (the pinned alias map and gymnasium's `make`) are handed in, never imported here, so the
@@ -40,14 +42,52 @@ def construction(alias_map: Mapping[str, tuple[str, dict]], alias: str, max_epis
     return env_id, kwargs
 
 
+def full_construction(cell: Mapping, asset_dir: str, max_episode_steps: int) -> tuple[str, dict]:
+    """The env id and kwargs of one full-matrix cell: the cell's own kwargs, never the prepackaged
+    config (which would override them and redraw the urdf and overlay at every reset), with the
+    overlay image found in the installed upstream's data (asset_dir is mani_skill2_real2sim's data)."""
+    kwargs = copy.deepcopy(dict(cell["build_kwargs"]))
+    if kwargs.get("rgb_overlay_path"):
+        kwargs["rgb_overlay_path"] = f"{asset_dir}/{kwargs['rgb_overlay_path'].removeprefix('data/')}"
+    kwargs.update(prepackaged_config=False, max_episode_steps=int(max_episode_steps))
+    return cell["env_id"], kwargs
+
+
+def full_reset_options(cell: Mapping) -> dict:
+    """The cell's reset options as upstream's evaluator passes them: poses as float arrays
+    (simpler_env/evaluation/maniskill2_evaluator.py:67-85)."""
+    robot = cell["reset_options"]["robot_init_options"]
+    objects = dict(cell["reset_options"]["obj_init_options"])
+    if "init_xy" in objects:
+        objects["init_xy"] = np.array(objects["init_xy"], dtype=np.float64)
+    return {
+        "robot_init_options": {
+            "init_xy": np.array(robot["init_xy"], dtype=np.float64),
+            "init_rot_quat": np.array(robot["init_rot_quat"], dtype=np.float64),
+        },
+        "obj_init_options": objects,
+    }
+
+
 class SimplerEpisode:
-    """One env of one prepackaged alias (one env per worker process)."""
+    """One env of one prepackaged alias or one full-matrix cell (one env per worker process)."""
 
     def __init__(
         self, gym_make: Callable[..., Any], alias_map: Mapping, alias: str, camera: str, max_episode_steps: int
     ):
-        self.env_id, self.kwargs = construction(alias_map, alias, max_episode_steps)
-        self.camera = camera
+        self._open(gym_make, *construction(alias_map, alias, max_episode_steps), camera, reset_options=None)
+
+    @classmethod
+    def full_cell(
+        cls, gym_make: Callable[..., Any], cell: Mapping, asset_dir: str, camera: str, max_episode_steps: int
+    ) -> SimplerEpisode:
+        episode = cls.__new__(cls)
+        env_id, kwargs = full_construction(cell, asset_dir, max_episode_steps)
+        episode._open(gym_make, env_id, kwargs, camera, reset_options=full_reset_options(cell))
+        return episode
+
+    def _open(self, gym_make: Callable[..., Any], env_id: str, kwargs: dict, camera: str, reset_options) -> None:
+        self.env_id, self.kwargs, self.camera, self.reset_options = env_id, kwargs, camera, reset_options
         self.env = gym_make(self.env_id, **self.kwargs)
         self.instruction = ""
         self.steps = 0
@@ -61,7 +101,10 @@ class SimplerEpisode:
     def reset(self, seed: int) -> tuple[np.ndarray, str, dict]:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < UINT32:
             raise AdapterError(f"reset seeds are explicit, in [0, 2**32): got {seed!r}")
-        obs, info = self.env.reset(seed=seed)
+        if self.reset_options is None:
+            obs, info = self.env.reset(seed=seed)
+        else:  # a fresh copy each reset: upstream may keep and change what it is given
+            obs, info = self.env.reset(seed=seed, options=copy.deepcopy(self.reset_options))
         self.steps = 0
         self.instruction = self.env.unwrapped.get_language_instruction()
         keep = ("scene_name", "urdf_version", "rgb_overlay_path", "episode_id", "model_id", "station_name")

@@ -166,6 +166,8 @@ def _cell(doc: dict, protocol: str, family: dict, combination, index: int) -> Fu
         "camera_cfgs": {"add_segmentation": True},
         "rgb_overlay_path": f"data/{overlay}" if overlay else None,
     }
+    if overlay:  # what upstream's env builder adds (simpler_env/utils/env/env_builder.py:7-16)
+        build_kwargs["rgb_overlay_cameras"] = [robot["camera"]]
     objects = (
         {"episode_id": fields["episode_id"]}
         if "episode_id" in fields

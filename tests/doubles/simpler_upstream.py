@@ -49,6 +49,10 @@ class EnvDouble:
         self._in_step = False
 
     def reset(self, seed=None, options=None):
+        self.resets = getattr(self, "resets", []) + [(seed, options)]  # what the env was given, as given
+        if options is not None:  # upstream's move near writes into (a shallow copy of) the options
+            options = options.copy()
+            options["model_ids"] = ["double"]
         self._elapsed_steps = 0
         self.cur_subtask_id = 0
         self.rng = np.random.RandomState(seed)
