@@ -151,8 +151,9 @@ def rendering_provenance(benchmark: str, env: dict) -> dict:
     }
 
 
-def reset_options(benchmark: str, task, evaluation_horizon: int, catalog) -> dict:
-    """What the benchmark's worker needs to build and reset the env of a catalog task."""
+def reset_options(benchmark: str, task, evaluation_horizon: int, catalog, full_cell: dict | None = None) -> dict:
+    """What the benchmark's worker needs to build and reset the env of a catalog task, or of a cell of a
+    full SimplerEnv matrix (its own env id, kwargs, reset options and assets)."""
     options = {"env_id": task.env_id, "instruction": task.instruction, "max_episode_steps": evaluation_horizon}
     if benchmark == "maniskill2":
         options.update(family="maniskill2", camera=task.camera, control_mode=catalog.settings["control_mode"])
@@ -164,6 +165,9 @@ def reset_options(benchmark: str, task, evaluation_horizon: int, catalog) -> dic
             required_assets=list(task.details.get("required_assets", [])),
             pinned_revisions=simpler_pins(catalog),
         )
+        if full_cell:
+            cell = {key: full_cell[key] for key in ("key", "env_id", "build_kwargs", "reset_options")}
+            options.update(env_id=full_cell["key"], full_cell=cell, required_assets=list(full_cell["assets"]))
     return options
 
 

@@ -48,13 +48,13 @@ def sapien_renderer(python: str, env: dict) -> dict:
     }
 
 
-def simpler_inventory(python: str) -> dict:
-    """The worker's own pin and asset checks, for every SimplerEnv task of the catalog."""
+def simpler_inventory(python: str, assets: dict[str, list[str]] | None = None) -> dict:
+    """The worker's own pin and asset checks, for every SimplerEnv task of the catalog (or for the
+    groups of asset paths given, e.g. a full matrix's families)."""
     catalog = load_catalog("simpler_env")
-    request = {
-        "pinned": simpler_pins(catalog),
-        "assets": {name: list(task.details.get("required_assets", [])) for name, task in catalog.tasks.items()},
-    }
+    if assets is None:
+        assets = {name: list(task.details.get("required_assets", [])) for name, task in catalog.tasks.items()}
+    request = {"pinned": simpler_pins(catalog), "assets": assets}
     if not Path(python).exists():
         return {"problems": [f"no SAPIEN environment at {python} (make sapien-env)"], "missing_assets": {}}
     result = _run([python, str(WORKERS_DIR / "simpler_inventory.py")], stdin=json.dumps(request))

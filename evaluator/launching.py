@@ -28,6 +28,7 @@ from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_ki
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InterventionRefused, InvalidCombination, LaunchRefused, ProtocolError
+from evaluator.protocol.full_matrix import MATRIX_FILE, load_matrix
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.seeds import check_cell_count, check_seeds
 from evaluator.readiness import readiness
@@ -157,6 +158,71 @@ def do_launch_campaign(
             budget=budgets[task.pk],
         )
         for index, (task, seed) in enumerate(cells)
+    )
+    return campaign
+
+
+def check_full_launch(protocol: str, families: Sequence[str], policy: Policy, config: ProtocolConfig):
+    """The cells of a full campaign's plan, or the typed errors of every check that refuses."""
+    matrix = load_matrix(protocol)
+    cells = matrix.subset(list(families)) if families else matrix.cells
+    if (config.full_protocol, config.matrix_sha) != (protocol, matrix.sha256[:12]):
+        raise LaunchRefused(f"the configuration {config.protocol_id} is not {protocol} over this matrix data")
+    check_launch("simpler_env", list(dict.fromkeys(cell.task for cell in cells)), [cells[0].seed], policy, config)
+    return matrix, cells
+
+
+@transaction.atomic
+def do_launch_full_campaign(
+    *, name: str, protocol: str, policy: Policy | str, config: ProtocolConfig, families: Sequence[str] = (), user=None
+) -> Campaign:
+    """Freeze a full campaign: the native matrix (or some of its families) as predeclared cells, one
+    pending attempt per cell in matrix order, each holding its cell. Never topped up afterwards."""
+    if isinstance(policy, str):
+        policy = policy_for(policy)
+    matrix, cells = check_full_launch(protocol, families, policy, config)
+    task_names = list(dict.fromkeys(cell.task for cell in cells))
+    identity, _ = ProtocolIdentity.objects.get_or_create(
+        protocol_id=config.protocol_id, defaults={"benchmark": "simpler_env", "configuration": config.as_dict()}
+    )
+    catalog = load_catalog("simpler_env")
+    campaign = Campaign.objects.create(
+        name=name,
+        benchmark=Benchmark.objects.get(name="simpler_env"),
+        task_names=task_names,
+        seed=cells[0].seed,
+        seeds=[cells[0].seed],
+        policy=policy,
+        protocol=identity,
+        protocol_config=config.as_dict(),
+        mode=Campaign.Mode.FULL,
+        provenance={
+            **catalog.provenance,
+            "full_matrix": {
+                "protocol": protocol,
+                "file": MATRIX_FILE.name,
+                "sha256": matrix.sha256,
+                "families": list(families) or list(matrix.family_counts()),
+                "cells": len(cells),
+            },
+        },
+        created_by=user,
+    )
+    tasks = {
+        t.name: t for t in Task.objects.filter(benchmark__name="simpler_env", name__in=task_names, in_catalog=True)
+    }
+    budgets = {name: resolve_budget(config, task.native_horizon).as_dict() for name, task in tasks.items()}
+    Attempt.objects.bulk_create(
+        Attempt(
+            campaign=campaign,
+            task=tasks[cell.task],
+            cell_index=index,
+            seed=cell.seed,
+            policy_identity=policy.identity,
+            budget=budgets[cell.task],
+            full_cell=cell.as_dict(),
+        )
+        for index, cell in enumerate(cells)
     )
     return campaign
 

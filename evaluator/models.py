@@ -265,6 +265,11 @@ class Attempt(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Written every few seconds while it runs; the reaper closes it when stale."
     )
+    full_cell = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="In a full campaign, its cell of the native matrix: dimensions, build kwargs, reset options, assets.",
+    )
 
     class Meta:
         ordering = ["campaign_id", "cell_index", "created_at"]

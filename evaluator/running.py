@@ -238,7 +238,11 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             contract=action_contract(config.benchmark, config.interface_version),
             seed=attempt.seed,
             reset_options=reset_options(
-                campaign.benchmark.name, task, budget.evaluation_horizon, load_catalog(campaign.benchmark.name)
+                campaign.benchmark.name,
+                task,
+                budget.evaluation_horizon,
+                load_catalog(campaign.benchmark.name),
+                attempt.full_cell,
             ),
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
@@ -291,6 +295,8 @@ def _provenance(attempt: Attempt, config: ProtocolConfig, budget) -> dict:
         "evaluator_revision_note": REVISION_NOTE,
         "evaluator_packages": _package_versions(["Django", "numpy", "av", "channels"]),
         "runner": attempt.runner,
+        # A full campaign's cell: every build kwarg and reset option it ran with, its seed and assets.
+        **({"full_cell": attempt.full_cell, "env_id": attempt.full_cell["env_id"]} if attempt.full_cell else {}),
     }
 
 

@@ -189,3 +189,17 @@ def test_each_cell_names_the_large_assets_it_needs():
 def test_every_cell_resets_with_the_upstream_episode_seed():
     # §4: every upstream episode draws RandomState(2022).randint(2**32)
     assert {c.seed for c in VM.cells + VA.cells} == {int(np.random.RandomState(2022).randint(2**32))}
+
+
+def test_each_cell_belongs_to_a_catalog_task_with_the_same_native_horizon():
+    from evaluator.protocol.catalogs import load_catalog
+
+    catalog = load_catalog("simpler_env")
+    for cell in VM.cells + VA.cells:
+        assert catalog.task(cell.task).native_horizon == cell.horizon, cell.key
+    assert Counter(c.task for c in _cells(VM, "drawer")) == {
+        f"google_robot_{verb}_{where}_drawer": 36 for verb in ("open", "close") for where in ("top", "middle", "bottom")
+    }
+    assert {c.task for c in _cells(VA, "pick_coke_can")} == {
+        f"google_robot_pick_{o}_coke_can" for o in ("horizontal", "standing", "vertical")
+    }

@@ -17,9 +17,11 @@ def add_protocol_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def config_from_options(options: dict) -> ProtocolConfig:
+def config_from_options(options: dict, **full_matrix) -> ProtocolConfig:
+    """The configuration the options name; a full campaign adds its matrix (full_protocol, matrix_sha)."""
     return configure(
         options["benchmark"],
+        **full_matrix,
         sensors=options["sensors"],
         interaction_mode=options["interaction_mode"],
         action_rejection_feedback=options["action_rejection_feedback"],

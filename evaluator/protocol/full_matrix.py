@@ -45,6 +45,7 @@ class FullCell:
     index: int  # position in the matrix, the same on every run
     key: str  # e.g. "vm/pick_coke_can/urdf_version=None/orientation=horizontal/obj_x=-0.35/obj_y=-0.02"
     family: str
+    task: str  # the catalog task it belongs to (simpler_env.json), e.g. google_robot_open_top_drawer
     dimensions: tuple[tuple[str, str], ...]  # (axis, label), outermost first
     group: str  # the variant's kind (base, lighting, camera, ...); "" where the family has no variants
     env_id: str
@@ -65,6 +66,7 @@ class FullCell:
             "index": self.index,
             "key": self.key,
             "family": self.family,
+            "task": self.task,
             "dimensions": dict(self.dimensions),
             "group": self.group,
             "env_id": self.env_id,
@@ -186,6 +188,7 @@ def _cell(doc: dict, protocol: str, family: dict, combination, index: int) -> Fu
         index=index,
         key="/".join([SHORT[protocol], family["family"], *(f"{axis}={label}" for axis, label in dimensions)]),
         family=family["family"],
+        task=family["task"].format(**dict(dimensions)),
         dimensions=dimensions,
         group=next((group for _, _, group, _ in combination if group), ""),
         env_id=fields["env_id"],

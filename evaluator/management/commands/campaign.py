@@ -3,15 +3,24 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
+from evaluator.benchmarks import worker_spec
 from evaluator.catalog_sync import sync_catalog
+from evaluator.doctor import simpler_inventory
 from evaluator.executor import queue_name
-from evaluator.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
+from evaluator.launching import (
+    do_launch_campaign,
+    do_launch_full_campaign,
+    do_start_attempts,
+    ensure_builtin_policies,
+)
 from evaluator.management.commands.evaluate import ProgressBar
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 from evaluator.models import Attempt
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.full_matrix import asset_paths, load_matrix
+from evaluator.protocol.identity import FULL_PROTOCOLS
 from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
 from evaluator.queries import campaign_cells, campaign_report
 from evaluator.running import do_run_attempt
@@ -26,7 +35,18 @@ class Command(DatabaseCommand):
 
     def add_arguments(self, parser):
         add_protocol_arguments(parser)
-        parser.add_argument("--tasks", nargs="+", required=True, help="task names of the catalog, or: all")
+        parser.add_argument("--tasks", nargs="+", help="task names of the catalog, or: all (not with --full)")
+        parser.add_argument(
+            "--full",
+            choices=FULL_PROTOCOLS,
+            help="simpler_env: the native full matrix, cell by cell (960 or 1,992 cells), instead of --tasks",
+        )
+        parser.add_argument("--families", nargs="+", default=[], help="with --full: only these families")
+        parser.add_argument(
+            "--preview",
+            action="store_true",
+            help="with --full: print the cells per family and the assets this host lacks",
+        )
         parser.add_argument("--policy", required=True, help="a registered policy name or a spec string")
         seeds = parser.add_mutually_exclusive_group()
         seeds.add_argument("--seeds", help='the reset seeds, e.g. "0,7,42"')
@@ -49,31 +69,49 @@ class Command(DatabaseCommand):
                 "web server: use --run here, or Start on the campaign page",
                 returncode=2,
             )
+        if bool(options["full"]) == bool(options["tasks"]):
+            raise CommandError("give either --tasks or --full", returncode=2)
+        if options["preview"] and not options["full"]:
+            raise CommandError("--preview shows a full campaign's plan: give --full", returncode=2)
         ensure_builtin_policies()
         try:
-            config = config_from_options(options)
-            catalog = load_catalog(config.benchmark)
-            sync_catalog(catalog)
-            tasks = list(catalog.tasks) if options["tasks"] == ["all"] else options["tasks"]
-            if options["seeds"]:
-                seeds = parse_seed_list(options["seeds"])
+            if options["full"]:
+                full = load_matrix(options["full"])
+                config = config_from_options(options, full_protocol=full.protocol, matrix_sha=full.sha256[:12])
+                sync_catalog(load_catalog(config.benchmark))
+                if options["preview"]:
+                    self._preview(full, options["families"], config, options["json"])
+                    return
+                campaign = do_launch_full_campaign(
+                    name=options["name"] or f"{full.title} (shell)",
+                    protocol=full.protocol,
+                    policy=options["policy"],
+                    config=config,
+                    families=options["families"],
+                )
+                tasks, seeds = campaign.task_names, campaign.seeds
             else:
-                seeds = consecutive_seeds(options["base_seed"], options["repeats"])
-            campaign = do_launch_campaign(
-                name=options["name"] or f"{config.benchmark}: {len(tasks)} tasks x {len(seeds)} seeds (shell)",
-                benchmark=config.benchmark,
-                task_names=tasks,
-                seeds=seeds,
-                policy=options["policy"],
-                config=config,
-            )
+                config = config_from_options(options)
+                catalog = load_catalog(config.benchmark)
+                sync_catalog(catalog)
+                tasks = list(catalog.tasks) if options["tasks"] == ["all"] else options["tasks"]
+                if options["seeds"]:
+                    seeds = parse_seed_list(options["seeds"])
+                else:
+                    seeds = consecutive_seeds(options["base_seed"], options["repeats"])
+                campaign = do_launch_campaign(
+                    name=options["name"] or f"{config.benchmark}: {len(tasks)} tasks x {len(seeds)} seeds (shell)",
+                    benchmark=config.benchmark,
+                    task_names=tasks,
+                    seeds=seeds,
+                    policy=options["policy"],
+                    config=config,
+                )
         except ProtocolError as exc:
             raise CommandError(str(exc), returncode=2) from None
         cells = campaign_cells(campaign)
-        self.stderr.write(
-            f"campaign {campaign.pk}: {len(cells)} cells ({len(tasks)} tasks x {len(seeds)} seeds), "
-            f"protocol {config.protocol_id}"
-        )
+        shape = "full matrix" if options["full"] else f"{len(tasks)} tasks x {len(seeds)} seeds"
+        self.stderr.write(f"campaign {campaign.pk}: {len(cells)} cells ({shape}), protocol {config.protocol_id}")
         if options["start"]:
             queued = do_start_attempts(None, cells)
             self.stderr.write(f"queued {len(queued)} cells on {queue_name(config.benchmark)}")
@@ -106,3 +144,34 @@ class Command(DatabaseCommand):
             f" [{rate['wilson95_low']:.3f}, {rate['wilson95_high']:.3f}]" if rate["wilson95_low"] is not None else ""
         )
         self.stdout.write(f"{'success_rate':<24} {rate['numerator']}/{rate['denominator']}{interval}")
+
+    def _preview(self, matrix, families: list[str], config, as_json: bool) -> None:
+        """A full campaign's plan without storing it: cells per family, and the assets this host lacks."""
+        cells = matrix.subset(families) if families else matrix.cells
+        per_family = {}
+        for cell in cells:
+            entry = per_family.setdefault(cell.family, {"cells": 0, "scored": 0})
+            entry["cells"] += 1
+            entry["scored"] += cell.scored
+        assets = {family: asset_paths([c for c in cells if c.family == family]) for family in per_family}
+        inventory = simpler_inventory(worker_spec("simpler_env").python, assets)
+        plan = {
+            "protocol_id": config.protocol_id,
+            "matrix": matrix.protocol,
+            "matrix_sha256": matrix.sha256,
+            "cells": len(cells),
+            "scored": sum(cell.scored for cell in cells),
+            "families": per_family,
+            "missing_assets": inventory.get("missing_assets", {}),
+            "asset_check": inventory.get("import_error") or "; ".join(inventory.get("problems", [])) or "ok",
+        }
+        if as_json:
+            self.stdout.write(json.dumps(plan, indent=2))
+            return
+        self.stdout.write(f"{matrix.title}: {plan['cells']} cells, {plan['scored']} scored ({plan['protocol_id']})")
+        for family, entry in per_family.items():
+            self.stdout.write(f"  {family:<30} {entry['cells']:>5} cells ({entry['scored']} scored)")
+        if plan["asset_check"] != "ok":
+            self.stdout.write(f"assets: cannot be checked on this host: {plan['asset_check']}")
+        for family, paths in plan["missing_assets"].items():
+            self.stdout.write(f"  {family} lacks {', '.join(paths)}")

@@ -1,0 +1,125 @@
+"""Full SimplerEnv campaigns: the native matrix frozen as predeclared cells (issue 14, points 1-3, 5).
+SimplerEnv's upstream cannot run on this machine (no assets, no GPU), so launch checks see a host
+where it can by standing in for the readiness verdict alone (`simpler_env_host`); every other check
+runs as it does for any campaign."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.benchmarks import reset_options
+from evaluator.launching import do_launch_campaign, do_launch_full_campaign, ensure_builtin_policies
+from evaluator.models import Attempt, Campaign
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.errors import CatalogError, LaunchRefused
+from evaluator.protocol.full_matrix import full_configuration, load_matrix
+from evaluator.protocol.identity import configure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def simpler_env_host(catalogs, monkeypatch):
+    """A host where SimplerEnv's pinned upstream and assets are installed, as far as readiness goes."""
+    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    ensure_builtin_policies()
+
+
+def _full(protocol="visual_matching", families=(), **options):
+    return do_launch_full_campaign(
+        name="full", protocol=protocol, policy="noop", config=full_configuration(protocol, **options), families=families
+    )
+
+
+def test_a_full_campaign_freezes_every_cell_of_the_matrix_in_order(simpler_env_host):
+    campaign = _full()
+    matrix = load_matrix("visual_matching")
+    attempts = list(campaign.attempts.select_related("task").order_by("cell_index"))
+    assert len(attempts) == 960 and {a.status for a in attempts} == {"pending"}
+    assert [a.full_cell for a in attempts] == [cell.as_dict() for cell in matrix.cells]
+    assert [a.task.name for a in attempts] == [cell.task for cell in matrix.cells]
+    assert {a.seed for a in attempts} == {40194941}
+    assert campaign.mode == Campaign.Mode.FULL
+    assert campaign.protocol.protocol_id == f"simpler-full-visual-matching/matrix-{matrix.sha256[:12]}/rgb/v1"
+    assert campaign.provenance["full_matrix"] == {
+        "protocol": "visual_matching",
+        "file": "simpler_env_full.json",
+        "sha256": matrix.sha256,
+        "families": ["pick_coke_can", "move_near", "drawer", "put_apple_closed_top_drawer", "bridge"],
+        "cells": 960,
+    }
+    # Budgets are each task's: the drawer cells' native horizon is 113.
+    drawer = next(a for a in attempts if a.full_cell["family"] == "drawer")
+    assert drawer.budget["native_horizon"] == 113
+
+
+def test_a_subset_of_families_and_the_variant_aggregation_matrix(simpler_env_host):
+    campaign = _full("variant_aggregation", families=["drawer", "put_apple_closed_top_drawer"])
+    assert campaign.attempts.count() == 378 + 189
+    assert campaign.provenance["full_matrix"]["families"] == ["drawer", "put_apple_closed_top_drawer"]
+    with pytest.raises(CatalogError, match="no family bridge in variant_aggregation"):
+        _full("variant_aggregation", families=["bridge"])
+
+
+def test_it_is_never_pooled_with_the_prepackaged_track(simpler_env_host):
+    full = _full(families=["bridge"])
+    fast = do_launch_campaign(
+        name="fast",
+        benchmark="simpler_env",
+        task_names=["widowx_spoon_on_towel"],
+        seeds=[0],
+        policy="noop",
+        config=configure("simpler_env"),
+    )
+    assert full.protocol_id != fast.protocol_id
+
+
+def test_a_configuration_of_other_matrix_data_is_refused_and_nothing_is_stored(simpler_env_host):
+    stale = configure("simpler_env", full_protocol="visual_matching", matrix_sha="0123456789ab")
+    with pytest.raises(LaunchRefused, match="not visual_matching over this matrix data"):
+        do_launch_full_campaign(name="x", protocol="visual_matching", policy="noop", config=stale)
+    assert not Campaign.objects.exists()
+
+
+def test_launch_refuses_where_simpler_env_cannot_run(catalogs):
+    # No stand-in: this machine has no SimplerEnv upstream, and says so before any cell exists.
+    ensure_builtin_policies()
+    with pytest.raises(LaunchRefused, match="cannot run simpler_env"):
+        _full(families=["bridge"])
+    assert not Attempt.objects.exists()
+
+
+def test_the_worker_is_asked_to_build_the_cell_with_its_assets_checked(simpler_env_host):
+    attempt = _full(families=["move_near"]).attempts.select_related("task").order_by("cell_index")[24]
+    options = reset_options("simpler_env", attempt.task, 80, load_catalog("simpler_env"), attempt.full_cell)
+    cell = attempt.full_cell
+    assert options["full_cell"] == {k: cell[k] for k in ("key", "env_id", "build_kwargs", "reset_options")}
+    assert options["env_id"] == cell["key"] == "vm/move_near/urdf_version=None/episode_id=24"
+    assert "data/custom/models/baked_opened_redbull_can/textured.dae" in options["required_assets"]
+    assert options["required_assets"] == cell["assets"]  # checked by the worker before any policy call
+
+
+def test_the_campaign_command_previews_a_full_plan_and_stores_nothing(tmp_path):
+    env = {
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "RSI_MEDIA_ROOT": str(tmp_path / "media"),
+        "RSI_SECRET_KEY": "test",
+        "PATH": "/usr/bin:/bin",
+    }
+    manage = [sys.executable, "manage.py"]
+    for step in (["migrate", "-v0"], ["load_catalogs"]):
+        subprocess.run(manage + step, cwd=ROOT, env=env, check=True, capture_output=True)
+    args = ["campaign", "simpler_env", "--full", "variant_aggregation", "--policy", "noop"]
+    preview = subprocess.run(manage + args + ["--preview", "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert preview.returncode == 0, preview.stderr
+    plan = json.loads(preview.stdout)
+    assert plan["cells"] == 1992 and plan["scored"] == 1722
+    assert plan["families"]["move_near"] == {"cells": 600, "scored": 480}
+    assert plan["asset_check"] != "ok" and plan["missing_assets"] == {}  # no upstream here to ask
+    created = subprocess.run(manage + args, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert created.returncode == 2 and "cannot run simpler_env" in created.stderr
+    both = subprocess.run(manage + args + ["--tasks", "all"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert both.returncode == 2 and "either --tasks or --full" in both.stderr
