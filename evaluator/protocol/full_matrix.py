@@ -86,6 +86,7 @@ class FullMatrix:
     title: str
     sha256: str  # of the data file: part of a full campaign's protocol identity
     cells: tuple[FullCell, ...]
+    families: Mapping[str, Mapping[str, Any]]  # family -> its title and heat map (rows, columns, split)
 
     def family_counts(self) -> dict[str, int]:
         return dict(Counter(cell.family for cell in self.cells))
@@ -118,7 +119,8 @@ def load_matrix(protocol: str) -> FullMatrix:
     keys = [cell.key for cell in cells]
     if len(set(keys)) != len(keys):
         raise CatalogError(f"{MATRIX_FILE.name}: {protocol} has cells with the same dimensions")
-    return FullMatrix(protocol, spec["title"], hashlib.sha256(raw).hexdigest(), cells)
+    families = {f["family"]: {"title": f["title"], "heat_map": f["heat_map"]} for f in spec["families"]}
+    return FullMatrix(protocol, spec["title"], hashlib.sha256(raw).hexdigest(), cells, _frozen(families))
 
 
 def enumerate_cells(doc: dict, protocol: str) -> list[FullCell]:
