@@ -11,7 +11,6 @@ import argparse
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -31,11 +30,10 @@ django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from bench.timing import report, timed  # noqa: E402
 from evaluator.launching import do_launch_campaign  # noqa: E402
 from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
@@ -88,25 +86,6 @@ def populate(total: int) -> list[int]:
         Attempt.objects.filter(pk__in=[a.pk for a in created]).update(status="finished")
         campaigns.append(campaign.pk)
     return campaigns
-
-
-def timed(client: Client, url: str, repeat: int) -> tuple[list[float], int]:
-    client.get(url)  # warm up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        response = client.get(url)
-        times.append((time.perf_counter() - start) * 1000)
-        assert response.status_code == 200, (url, response.status_code)
-    with CaptureQueriesContext(connection) as captured:
-        client.get(url)
-    return times, len(captured)
-
-
-def report(name: str, times: list[float], queries: int | None = None) -> None:
-    p95 = statistics.quantiles(times, n=20)[-1]
-    extra = f"  {queries} queries" if queries is not None else ""
-    print(f"{name:<34} median {statistics.median(times):7.1f} ms   p95 {p95:7.1f} ms{extra}")
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
-from evaluator.queries import campaign_cells, campaign_report, compare_campaigns
+from evaluator.queries import campaign_cells, campaign_report, compare_campaigns, full_campaign_view
 from evaluator.readiness import Readiness, readiness
 from evaluator.verification import verify_attempt
 
@@ -153,7 +153,11 @@ def _readiness_rows() -> list[Readiness]:
 def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     _require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
-    cells = campaign_cells(campaign)
+    full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
+        cells = campaign_cells(campaign, statuses=("queued", "running"))
+    else:
+        cells = campaign_cells(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
     with_video = set(
         Artifact.objects.filter(attempt__campaign=campaign, kind="video").values_list("attempt_id", flat=True)
@@ -161,20 +165,24 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     for cell in cells:
         cell.has_video = cell.pk in with_video
         cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
-    report = campaign_report(cells)
+    report = full.task_report if full else campaign_report(cells)
+    pending = [c for c in cells + reruns if c.status == "pending"]
     return render(
         request,
         "evaluator/campaign.html",
         {
+            "full": full,
             "campaign": campaign,
             "cells": cells,
+            "total": full.total if full else len(cells),
+            "finished": full.finished if full else sum(1 for c in cells if c.is_finished),
+            "pending_count": (full.pending + sum(1 for r in reruns if r.status == "pending")) if full else len(pending),
             "reruns": reruns,
             "report": report,
             "per_task": list(report.per_task.items()),
-            "finished": sum(1 for c in cells if c.is_finished),
-            "active": any(c.status in ("queued", "running") for c in cells + reruns),
+            "active": (full.running > 0 if full else False)
+            or any(c.status in ("queued", "running") for c in cells + reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
-            "pending": [c for c in cells + reruns if c.status == "pending"],
         },
     )
 

@@ -10,11 +10,12 @@ import pytest
 from django.urls import reverse
 
 from evaluator.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
-from evaluator.models import Artifact, Attempt, Campaign, Policy, RecordImmutable
+from evaluator.models import Attempt, Campaign, Policy, RecordImmutable
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
 from evaluator.queries import campaign_cells, compare_campaigns
+from tests.records import finish_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
@@ -36,12 +37,6 @@ def _launch(noop, seeds, tasks=FETCH_TASKS, **options):
         policy=noop,
         config=configure("fetch", **options),
     )
-
-
-def _finish(cell: Attempt, outcome: str, autonomous: bool = True) -> None:
-    """A cell's stored end, without running it (a finished attempt has its evidence manifest)."""
-    Artifact.objects.create(attempt=cell, kind="manifest", path=f"attempts/{cell.pk}/manifest.json", sha256="0", size=0)
-    Attempt.objects.filter(pk=cell.pk).update(status="finished", outcome=outcome, autonomous=autonomous)
 
 
 def test_a_plan_has_one_pending_cell_per_task_and_seed(noop):
@@ -109,7 +104,7 @@ def test_aggregates_count_every_seed_of_a_task(noop):
     campaign = _launch(noop, [0, 1, 2], tasks=["reach"])
     cells = campaign_cells(campaign)
     for cell, outcome in zip(cells, ["success", "success", "task_failure"], strict=True):
-        _finish(cell, outcome)
+        finish_cell(cell, outcome)
     report = campaign_report(campaign_cells(campaign)).as_dict()
     reach = report["per_task"]["reach"]
     assert (reach["selected"], reach["successes"], reach["success_rate"]["denominator"]) == (3, 2, 3)
@@ -123,7 +118,7 @@ def test_the_paired_comparison_pairs_cells_by_task_and_seed(noop):
     outcomes = {(0, "a"): "success", (1, "a"): "task_failure", (0, "b"): "task_failure", (1, "b"): "task_failure"}
     for label, campaign in (("a", a), ("b", b)):
         for cell in campaign_cells(campaign):
-            _finish(cell, outcomes[(cell.seed, label)])
+            finish_cell(cell, outcomes[(cell.seed, label)])
     comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
     # Seed 0 is discordant (a succeeded, b failed); seed 1 fails in both, whatever the cell order.
     assert (comparison.only_a, comparison.only_b, comparison.neither, comparison.pairs) == (1, 0, 1, 2)
@@ -134,7 +129,7 @@ def test_the_comparison_keeps_non_autonomous_pairs_out_of_the_discordance_count(
     a, b = _launch(noop, [0, 1], tasks=["reach"]), _launch(noop, [0, 1], tasks=["reach"])
     for campaign, outcome in ((a, "success"), (b, "task_failure")):
         for cell in campaign_cells(campaign):
-            _finish(cell, outcome, autonomous=not (campaign == b and cell.seed == 1))
+            finish_cell(cell, outcome, autonomous=not (campaign == b and cell.seed == 1))
     comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
     assert (comparison.discordant, comparison.pairs, comparison.non_autonomous) == (1, 1, 1)
 

@@ -17,6 +17,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import CatalogError, LaunchRefused
 from evaluator.protocol.full_matrix import full_configuration, load_matrix
 from evaluator.protocol.identity import configure
+from tests.records import finish_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,3 +124,42 @@ def test_the_campaign_command_previews_a_full_plan_and_stores_nothing(tmp_path):
     assert created.returncode == 2 and "cannot run simpler_env" in created.stderr
     both = subprocess.run(manage + args + ["--tasks", "all"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert both.returncode == 2 and "either --tasks or --full" in both.stderr
+
+
+@pytest.fixture
+def reviewer(client, simpler_env_host):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    user = get_user_model().objects.create_user("rita", password="pw")
+    user.groups.add(Group.objects.get(name="reviewer"))
+    client.force_login(user)
+    return client
+
+
+def test_the_campaign_page_shows_the_matrix_by_family_variant_and_heat_map(reviewer):
+    campaign = _full(families=["bridge"])
+    cells = list(campaign.attempts.order_by("cell_index"))
+    spoon = [a for a in cells if a.full_cell["dimensions"]["task"] == "spoon_on_towel"]
+    for cell in spoon[:12]:
+        finish_cell(cell, "success")
+    for cell in spoon[12:14]:
+        finish_cell(cell, "infrastructure_error")  # could not run: stays in the denominator
+    page = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="matrix-families"' in page and "never topped up" in page
+    # success / attempted, errors included: 12 / 14 for the family, 14 attempted of 96
+    assert "12/14 = 0.857" in page and "infrastructure_error 2" in page
+    assert page.count('class="heat-map"') == 1 and "bridge: task x episode_id" in page
+    assert page.count('title="1/1"') == 12 and page.count('title="0/1"') == 2
+    assert f"?campaign={campaign.pk}&amp;sort=id" in page and "all 96 cells" in page
+    assert page.count('class="cell ') == 0  # none runs now: no cards, the heat map holds them
+
+
+def test_a_1992_cell_matrix_page_runs_a_fixed_number_of_queries(reviewer, django_assert_max_num_queries):
+    campaign = _full("variant_aggregation")
+    with django_assert_max_num_queries(20):
+        response = reviewer.get(f"/campaigns/{campaign.pk}/")
+    page = response.content.decode()
+    assert response.status_code == 200 and "1992 predeclared cells" in page
+    assert page.count('class="heat-map"') == 3 + 1 + 1 + 1  # coke per orientation, move near, drawer, apple
+    assert "Run, not scored" in page and "1722" in page

@@ -84,6 +84,11 @@ class HeatMap:
     columns: tuple[str, ...]
     rates: tuple[tuple[Rate, ...], ...]  # rates[row][column]: successes / autonomous attempts there
 
+    @property
+    def table(self) -> tuple[tuple[str, tuple[Rate, ...]], ...]:
+        """(row label, its rates) per row, as a page draws it."""
+        return tuple(zip(self.rows, self.rates, strict=True))
+
 
 def heat_maps(
     results: Iterable[FullCellResult], family: str, rows: str, columns: str, split: str | None = None

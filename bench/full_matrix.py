@@ -1,0 +1,95 @@
+"""A full SimplerEnv campaign at its largest: enumerating the Variant Aggregation matrix, creating its
+1,992-cell campaign, and the server time of its campaign page and report.
+
+    .venv/bin/python bench/full_matrix.py [--requests 30] [--finished 0.5]
+
+A throwaway SQLite database; launch runs every check but readiness (this host cannot run SimplerEnv,
+and the bench measures the records, not the simulator); a share of the cells is then closed with
+random outcomes (a manifest each, as a finished attempt must have). Page times are in-process
+(Django's test client: server time, no network), median and p95, with the SQL queries per request.
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+WORK = Path(tempfile.mkdtemp(prefix="rsi-bench-full-"))
+os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'db.sqlite3'}"
+os.environ["RSI_MEDIA_ROOT"] = str(WORK / "media")
+os.environ["RSI_ALLOWED_HOSTS"] = "testserver"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import Client  # noqa: E402
+
+import evaluator.launching  # noqa: E402
+from bench.timing import report, timed  # noqa: E402
+from evaluator.models import Artifact, Attempt, Campaign  # noqa: E402
+from evaluator.protocol.full_matrix import MATRIX_FILE, enumerate_cells, full_configuration  # noqa: E402
+from evaluator.queries import full_campaign_view  # noqa: E402
+
+OUTCOMES = ["success", "task_failure", "task_failure", "infrastructure_error"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--finished", type=float, default=0.5, help="share of cells closed before timing")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    call_command("load_catalogs", verbosity=0)
+    evaluator.launching.ensure_builtin_policies()
+    evaluator.launching.check_ready = lambda benchmark: None  # the bench measures records, not the simulator
+
+    started = time.perf_counter()
+    doc = json.loads(MATRIX_FILE.read_text())
+    cells = enumerate_cells(doc, "variant_aggregation")
+    enumerate_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    campaign = evaluator.launching.do_launch_full_campaign(
+        name="bench", protocol="variant_aggregation", policy="noop", config=full_configuration("variant_aggregation")
+    )
+    create_ms = (time.perf_counter() - started) * 1000
+
+    random.seed(0)
+    closed = random.sample(list(campaign.attempts.values_list("pk", flat=True)), int(len(cells) * args.finished))
+    Artifact.objects.bulk_create(
+        Artifact(attempt_id=pk, kind="manifest", path=f"attempts/{pk}/manifest.json", sha256="0", size=0)
+        for pk in closed
+    )
+    for index, outcome in enumerate(OUTCOMES):
+        Attempt.objects.filter(pk__in=closed[index :: len(OUTCOMES)]).update(status="finished", outcome=outcome)
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("bench", password="x"))
+    print(f"Variant Aggregation: {len(cells)} cells, {len(closed)} finished; {os.cpu_count()} cores; SQLite")
+    print(f"{'enumerate the matrix':<34} {enumerate_ms:7.1f} ms")
+    print(f"{'create the campaign (all checks)':<34} {create_ms:7.1f} ms")
+    page, queries = timed(client, f"/campaigns/{campaign.pk}/", args.requests)
+    report("campaign page (1,992 cells)", page, queries)
+    full = Campaign.objects.get(pk=campaign.pk)
+    times = []
+    for _ in range(args.requests):
+        started = time.perf_counter()
+        full_campaign_view(full)
+        times.append((time.perf_counter() - started) * 1000)
+    report("full report, heat maps, progress", times)
+    p95 = statistics.quantiles(page, n=20)[-1]
+    print(f"goal: campaign page p95 <= 200 ms: {'met' if p95 <= 200 else 'not met'} ({p95:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()
