@@ -177,3 +177,19 @@ def _budgets(config: ProtocolConfig, tasks: list[str]) -> list[tuple]:
             calls = full_chunk_calls(budget.evaluation_horizon, budget.replan_interval)
             rows.append((name, budget, calls, budget.reaches(budget.evaluation_horizon)))
     return rows
+
+
+class RealRateForm(forms.Form):
+    """A real-robot success rate of an evaluated policy on one sim-to-real task."""
+
+    policy = forms.ModelChoiceField(queryset=Policy.objects.order_by("name"), to_field_name="name")
+    task = forms.ChoiceField()
+    rate = forms.FloatField(min_value=0, max_value=1, help_text="Success rate on the real robot, in [0, 1].")
+    trials = forms.IntegerField(min_value=1, max_value=100_000, required=False, help_text="Real episodes, if known.")
+    source = forms.CharField(max_length=500, help_text="Where the number comes from (a paper, a lab log).")
+
+    def __init__(self, *args, **kwargs):
+        from evaluator.protocol.sim_to_real import tasks
+
+        super().__init__(*args, **kwargs)
+        self.fields["task"].choices = [(t, t) for t in tasks()]

@@ -21,6 +21,7 @@ from evaluator.models import (
     Intervention,
     Policy,
     ProtocolIdentity,
+    RealRobotRate,
     Task,
 )
 from evaluator.policies.builtin import BUILTIN_POLICIES
@@ -363,3 +364,15 @@ def policy_record(name_or_spec: str) -> Policy:
         name = f"{name_or_spec[:80]}#{identity[:12]}"
     candidate.name = name
     return candidate
+
+
+def do_record_real_rate(user, policy: Policy, task: str, rate: float, source: str, trials: int | None = None):
+    """Record a real-robot rate once; a second one for the same policy and task is refused, never overwritten."""
+    check_can(user, "launch_campaign")
+    if RealRobotRate.objects.filter(policy=policy, task=task).exists():
+        raise LaunchRefused(
+            f"a real-robot rate of {policy.name} on {task} is already recorded; records are not overwritten"
+        )
+    return RealRobotRate.objects.create(
+        policy=policy, task=task, rate=rate, trials=trials, source=source, entered_by=user
+    )

@@ -460,3 +460,31 @@ class MediaProbe(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.media_root}"
+
+
+class RealRobotRate(models.Model):
+    """A real-robot success rate of an evaluated policy on one sim-to-real task, as a user reports it
+    (the reference policies' published rates are data: environment/catalogs/reference/). Written once."""
+
+    policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="real_robot_rates")
+    task = models.CharField(max_length=100, help_text="A sim-to-real task, e.g. google_robot_pick_coke_can.")
+    rate = models.FloatField(help_text="Real-robot success rate in [0, 1].")
+    trials = models.PositiveIntegerField(null=True, blank=True, help_text="How many real episodes, if known.")
+    source = models.CharField(max_length=500, help_text="Where the number comes from: a paper, a lab log.")
+    entered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "policy_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "task"], name="one_real_rate_per_policy_and_task"),
+            models.CheckConstraint(condition=Q(rate__gte=0, rate__lte=1), name="real_rate_in_unit_interval"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy} on {self.task}: {self.rate}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise RecordImmutable(f"real-robot rate {self.pk} is a record: enter a new policy's rate instead")
+        super().save(*args, **kwargs)

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from evaluator.models import (
     Attempt,
     Campaign,
+    RealRobotRate,
 )
+from evaluator.protocol import sim_to_real
 from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.full_report import FullCellResult, FullReport, HeatMap, full_report, heat_maps, variant_of
 from evaluator.protocol.scoring import Outcome
+from evaluator.protocol.sim_to_real import NotComparable, SimRealComparison, reference, reference_task
 
 
 def campaign_cells(campaign: Campaign, statuses: tuple[str, ...] = ()) -> list[Attempt]:
@@ -132,3 +135,81 @@ def attempt_record(attempt: Attempt) -> dict:
         "budget": attempt.budget,
         "artifacts": {a.path: a.kind for a in attempt.artifacts.all()},
     }
+
+
+@dataclass(frozen=True)
+class SimToRealTask:
+    task: str
+    points: tuple[dict, ...]  # per policy with both rates: name, label, simulated, real, where each comes from
+    comparison: SimRealComparison | None
+    problem: str  # why there is no comparison
+
+
+REFERENCE = "ref:"  # the reference policies' names, apart from RSI's own policy names
+
+
+def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tuple[float, str]]]:
+    """{task: {policy name: (success over attempted scored cells, "campaign N")}} from each policy's newest
+    full campaign of that matrix; errors count as failures, human-intervened attempts do not count."""
+    rates: dict[str, dict[str, tuple[float, str]]] = {}
+    seen = set()
+    full = Campaign.objects.filter(mode=Campaign.Mode.FULL, provenance__full_matrix__protocol=protocol)
+    for campaign in full.select_related("policy").order_by("-created_at"):
+        if campaign.policy.name in seen:
+            continue
+        tally: dict[str, list[int]] = {}
+        rows = campaign.attempts.filter(rerun_of__isnull=True, status=Attempt.Status.FINISHED, autonomous=True)
+        for row in rows.filter(full_cell__scored=True).values("outcome", "full_cell__family", "full_cell__task"):
+            counts = tally.setdefault(reference_task(row["full_cell__family"], row["full_cell__task"]), [0, 0])
+            counts[0] += row["outcome"] == Outcome.SUCCESS.value
+            counts[1] += 1
+        if tally:
+            seen.add(campaign.policy.name)
+        for task, (successes, attempted) in tally.items():
+            rates.setdefault(task, {})[campaign.policy.name] = (successes / attempted, f"campaign {campaign.pk}")
+    return rates
+
+
+def sim_to_real_report(protocol: str = "visual_matching") -> list[SimToRealTask]:
+    """Per sim-to-real task: the reference policies' published rates and RSI's policies' (simulated from
+    their full campaigns, real as users entered them), with Pearson's r and MMRV over all of them."""
+    ref = reference()
+    simulated = simulated_rates(protocol)
+    real_entered: dict[str, dict[str, tuple[float, str]]] = {}
+    for entry in RealRobotRate.objects.select_related("policy"):
+        real_entered.setdefault(entry.task, {})[entry.policy.name] = (entry.rate, entry.source)
+    report = []
+    for task in ref["real"]:
+        points = [
+            {
+                "name": REFERENCE + name,
+                "label": ref["policies"].get(name, name),
+                "simulated": ref["simulated_visual_matching"][task][name],
+                "real": real,
+                "simulated_from": "published (SimplerEnv paper)",
+                "real_from": "published (SimplerEnv paper)",
+            }
+            for name, real in ref["real"][task].items()
+            if protocol == "visual_matching" and name in ref["simulated_visual_matching"].get(task, {})
+        ]
+        for name, (sim, where) in simulated.get(task, {}).items():
+            if name in real_entered.get(task, {}):
+                real, source = real_entered[task][name]
+                points.append(
+                    {
+                        "name": name,
+                        "label": name,
+                        "simulated": sim,
+                        "real": real,
+                        "simulated_from": where,
+                        "real_from": source,
+                    }
+                )
+        try:
+            simulated_by, real_by = ({p["name"]: p[side] for p in points} for side in ("simulated", "real"))
+            comparison = sim_to_real.compare(task, simulated_by, real_by)
+            problem = ""
+        except NotComparable as exc:
+            comparison, problem = None, str(exc)
+        report.append(SimToRealTask(task, tuple(points), comparison, problem))
+    return report

@@ -14,6 +14,7 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/start/", views.start_campaign, name="start_campaign"),
     path("campaigns/<int:campaign_id>/export.<str:fmt>", views.export_campaign, name="export_campaign"),
     path("attempts/", views.attempts, name="attempts"),
+    path("sim-to-real/", views.sim_to_real, name="sim_to_real"),
     path("attempts/<int:attempt_id>/", views.review, name="review"),
     path("attempts/<int:attempt_id>/start/", views.start_attempt, name="start_attempt"),
     path("attempts/<int:attempt_id>/rerun/", views.rerun_attempt, name="rerun_attempt"),

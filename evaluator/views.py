@@ -19,15 +19,16 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluator.forms import LaunchForm
-from evaluator.launching import check_can, do_launch_campaign, do_rerun, do_start_attempts
+from evaluator.forms import LaunchForm, RealRateForm
+from evaluator.launching import check_can, do_launch_campaign, do_record_real_rate, do_rerun, do_start_attempts
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
-from evaluator.queries import campaign_cells, campaign_report, compare_campaigns, full_campaign_view
+from evaluator.protocol.sim_to_real import reference
+from evaluator.queries import campaign_cells, campaign_report, compare_campaigns, full_campaign_view, sim_to_real_report
 from evaluator.readiness import Readiness, readiness
 from evaluator.verification import verify_attempt
 
@@ -647,3 +648,32 @@ def artifact(request: HttpRequest, attempt_id: int, path: str) -> HttpResponse:
         return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)
     except FileNotFoundError:
         raise Http404(f"evidence missing: {record.name} (manage.py verify-evidence)") from None
+
+
+@login_required
+def sim_to_real(request: HttpRequest) -> HttpResponse:
+    """Does simulation rank policies as the real robot does? Per task, Pearson's r and MMRV; operators
+    enter real-robot rates of their own policies (written once, never overwritten)."""
+    _require(request, "view_campaign")
+    form = RealRateForm(request.POST or None)
+    if request.method == "POST":
+        _require(request, "launch_campaign")
+        if form.is_valid():
+            try:
+                do_record_real_rate(request.user, **form.cleaned_data)
+            except ProtocolError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("evaluator:sim_to_real")
+    report = sim_to_real_report()
+    return render(
+        request,
+        "evaluator/sim_to_real.html",
+        {
+            "report": report,
+            "form": form,
+            "source": reference()["source"],
+            "can_enter": request.user.has_perm("evaluator.launch_campaign"),
+        },
+        status=400 if request.method == "POST" else 200,
+    )

@@ -156,3 +156,13 @@ def no_csp_violations():
     CSP_VIOLATIONS.clear()
     yield
     assert CSP_VIOLATIONS == []
+
+
+@pytest.fixture
+def simpler_env_host(catalogs, monkeypatch):
+    """A host where SimplerEnv's pinned upstream and assets are installed, as far as readiness goes: this
+    machine has neither, and launch checks are otherwise the same for every benchmark."""
+    from evaluator.launching import ensure_builtin_policies
+
+    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    ensure_builtin_policies()

@@ -1,9 +1,18 @@
-"""Stored records for tests of pages and reports that need finished cells without running them."""
+"""Stored records for tests of pages and reports: full campaigns, finished cells without running them."""
 
-from evaluator.models import Artifact, Attempt
+from evaluator.launching import do_launch_full_campaign
+from evaluator.models import Artifact, Attempt, Campaign
+from evaluator.protocol.full_matrix import full_configuration
 
 
 def finish_cell(cell: Attempt, outcome: str, autonomous: bool = True) -> None:
     """A cell's stored end, without running it (a finished attempt has its evidence manifest)."""
     Artifact.objects.create(attempt=cell, kind="manifest", path=f"attempts/{cell.pk}/manifest.json", sha256="0", size=0)
     Attempt.objects.filter(pk=cell.pk).update(status="finished", outcome=outcome, autonomous=autonomous)
+
+
+def launch_full(protocol: str = "visual_matching", families=(), **options) -> Campaign:
+    """A full campaign of the noop policy (on a host where SimplerEnv is ready: the simpler_env_host fixture)."""
+    return do_launch_full_campaign(
+        name="full", protocol=protocol, policy="noop", config=full_configuration(protocol, **options), families=families
+    )

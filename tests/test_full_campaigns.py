@@ -15,28 +15,15 @@ from evaluator.launching import do_launch_campaign, do_launch_full_campaign, ens
 from evaluator.models import Attempt, Campaign
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import CatalogError, LaunchRefused
-from evaluator.protocol.full_matrix import full_configuration, load_matrix
+from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import configure
-from tests.records import finish_cell
+from tests.records import finish_cell, launch_full
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def simpler_env_host(catalogs, monkeypatch):
-    """A host where SimplerEnv's pinned upstream and assets are installed, as far as readiness goes."""
-    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
-    ensure_builtin_policies()
-
-
-def _full(protocol="visual_matching", families=(), **options):
-    return do_launch_full_campaign(
-        name="full", protocol=protocol, policy="noop", config=full_configuration(protocol, **options), families=families
-    )
-
-
 def test_a_full_campaign_freezes_every_cell_of_the_matrix_in_order(simpler_env_host):
-    campaign = _full()
+    campaign = launch_full()
     matrix = load_matrix("visual_matching")
     attempts = list(campaign.attempts.select_related("task").order_by("cell_index"))
     assert len(attempts) == 960 and {a.status for a in attempts} == {"pending"}
@@ -58,15 +45,15 @@ def test_a_full_campaign_freezes_every_cell_of_the_matrix_in_order(simpler_env_h
 
 
 def test_a_subset_of_families_and_the_variant_aggregation_matrix(simpler_env_host):
-    campaign = _full("variant_aggregation", families=["drawer", "put_apple_closed_top_drawer"])
+    campaign = launch_full("variant_aggregation", families=["drawer", "put_apple_closed_top_drawer"])
     assert campaign.attempts.count() == 378 + 189
     assert campaign.provenance["full_matrix"]["families"] == ["drawer", "put_apple_closed_top_drawer"]
     with pytest.raises(CatalogError, match="no family bridge in variant_aggregation"):
-        _full("variant_aggregation", families=["bridge"])
+        launch_full("variant_aggregation", families=["bridge"])
 
 
 def test_it_is_never_pooled_with_the_prepackaged_track(simpler_env_host):
-    full = _full(families=["bridge"])
+    full = launch_full(families=["bridge"])
     fast = do_launch_campaign(
         name="fast",
         benchmark="simpler_env",
@@ -89,12 +76,12 @@ def test_launch_refuses_where_simpler_env_cannot_run(catalogs):
     # No stand-in: this machine has no SimplerEnv upstream, and says so before any cell exists.
     ensure_builtin_policies()
     with pytest.raises(LaunchRefused, match="cannot run simpler_env"):
-        _full(families=["bridge"])
+        launch_full(families=["bridge"])
     assert not Attempt.objects.exists()
 
 
 def test_the_worker_is_asked_to_build_the_cell_with_its_assets_checked(simpler_env_host):
-    attempt = _full(families=["move_near"]).attempts.select_related("task").order_by("cell_index")[24]
+    attempt = launch_full(families=["move_near"]).attempts.select_related("task").order_by("cell_index")[24]
     options = reset_options("simpler_env", attempt.task, 80, load_catalog("simpler_env"), attempt.full_cell)
     cell = attempt.full_cell
     assert options["full_cell"] == {k: cell[k] for k in ("key", "env_id", "build_kwargs", "reset_options")}
@@ -138,7 +125,7 @@ def reviewer(client, simpler_env_host):
 
 
 def test_the_campaign_page_shows_the_matrix_by_family_variant_and_heat_map(reviewer):
-    campaign = _full(families=["bridge"])
+    campaign = launch_full(families=["bridge"])
     cells = list(campaign.attempts.order_by("cell_index"))
     spoon = [a for a in cells if a.full_cell["dimensions"]["task"] == "spoon_on_towel"]
     for cell in spoon[:12]:
@@ -156,7 +143,7 @@ def test_the_campaign_page_shows_the_matrix_by_family_variant_and_heat_map(revie
 
 
 def test_a_1992_cell_matrix_page_runs_a_fixed_number_of_queries(reviewer, django_assert_max_num_queries):
-    campaign = _full("variant_aggregation")
+    campaign = launch_full("variant_aggregation")
     with django_assert_max_num_queries(20):
         response = reviewer.get(f"/campaigns/{campaign.pk}/")
     page = response.content.decode()

@@ -92,3 +92,21 @@ def compare(task: str, simulated: Mapping[str, float], real: Mapping[str, float]
 def reference() -> dict:
     """The published real-robot (and the paper's simulated) rates of the reference policies, with the source."""
     return json.loads(REFERENCE_FILE.read_text())
+
+
+def reference_task(family: str, task: str) -> str:
+    """The sim-to-real task a full-matrix cell counts towards, as the paper groups them: the coke can over
+    its orientations, open and close drawer over the three drawers, each WidowX task on its own."""
+    if family == "pick_coke_can":
+        return "google_robot_pick_coke_can"
+    if family == "move_near":
+        return "google_robot_move_near"
+    if family == "drawer":
+        return "google_robot_open_drawer" if task.startswith("google_robot_open") else "google_robot_close_drawer"
+    if family == "put_apple_closed_top_drawer":
+        return "google_robot_place_apple_in_closed_top_drawer"
+    return task
+
+
+def tasks() -> list[str]:
+    return list(reference()["real"])

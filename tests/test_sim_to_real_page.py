@@ -1,0 +1,95 @@
+"""The sim-to-real report page (issue 14, point 4): the reference policies' published rates with their
+source, users' real-robot rates for their own policies (written once), and per task Pearson's r and
+MMRV between simulated and real success, with a plot."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from evaluator.models import RealRobotRate
+from evaluator.protocol.sim_to_real import compare, reference
+from tests.records import finish_cell, launch_full
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(name, role):
+    user = get_user_model().objects.create_user(name, password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _section(page: str, task: str) -> str:
+    start = page.index(f'id="task-{task}"')
+    return page[start : page.index("</section>", start)]
+
+
+def test_the_reference_policies_metrics_are_shown_per_task_with_their_source(simpler_env_host):
+    page = _client("rita", "reviewer").get("/sim-to-real/").content.decode()
+    ref = reference()
+    assert "arXiv:2405.05941" in page and ref["source"]["commit"] in page
+    coke = compare(
+        "coke",
+        {"ref:" + k: v for k, v in ref["simulated_visual_matching"]["google_robot_pick_coke_can"].items()},
+        {"ref:" + k: v for k, v in ref["real"]["google_robot_pick_coke_can"].items()},
+    )
+    section = _section(page, "google_robot_pick_coke_can")
+    assert f'Pearson r =\n    <b class="pearson">{coke.pearson:.3f}</b>' in section
+    assert f'<b class="mmrv">{coke.mmrv:.3f}</b>' in section
+    assert section.count("<circle") == 6 and 'id="enter-real-rate"' not in page  # a reviewer enters nothing
+
+
+def test_an_operators_real_rate_joins_its_policys_simulated_rate_from_a_full_campaign(simpler_env_host):
+    campaign = launch_full(families=["bridge"])
+    spoon = [a for a in campaign.attempts.order_by("cell_index") if a.full_cell["task"] == "widowx_spoon_on_towel"]
+    for cell in spoon[:6]:
+        finish_cell(cell, "success")
+    for cell in spoon[6:8]:
+        finish_cell(cell, "infrastructure_error")  # could not run: a failure of the policy's rate here
+    olga = _client("olga", "operator")
+    fields = {"policy": "noop", "task": "widowx_spoon_on_towel", "rate": "0.4", "source": "lab log 12", "trials": "24"}
+    assert olga.post("/sim-to-real/", fields).status_code == 302
+    section = _section(olga.get("/sim-to-real/").content.decode(), "widowx_spoon_on_towel")
+    assert "<td>noop</td><td>0.750</td><td>0.400</td>" in section  # 6 successes over 8 attempted
+    ref = reference()
+    expected = compare(
+        "spoon",
+        {**{"ref:" + k: v for k, v in ref["simulated_visual_matching"]["widowx_spoon_on_towel"].items()}, "noop": 0.75},
+        {**{"ref:" + k: v for k, v in ref["real"]["widowx_spoon_on_towel"].items()}, "noop": 0.4},
+    )
+    assert f'<b class="mmrv">{expected.mmrv:.3f}</b>' in section and "4 policies" in section
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        ({"rate": "1.5"}, "less than or equal to 1"),
+        ({"rate": "nan"}, "Enter a number"),
+        ({"task": "google_robot_fly"}, "Select a valid choice"),
+        ({"policy": "nobody"}, "Select a valid choice"),
+        ({"source": ""}, "This field is required"),
+    ],
+)
+def test_bad_real_rates_are_refused_and_nothing_is_stored(simpler_env_host, change, error):
+    fields = {"policy": "noop", "task": "widowx_spoon_on_towel", "rate": "0.4", "source": "lab log", **change}
+    response = _client("olga", "operator").post("/sim-to-real/", fields)
+    assert response.status_code == 400 and error in response.content.decode()
+    assert not RealRobotRate.objects.exists()
+
+
+def test_a_second_rate_for_the_same_policy_and_task_is_refused_not_overwritten(simpler_env_host):
+    olga = _client("olga", "operator")
+    fields = {"policy": "noop", "task": "widowx_stack_cube", "rate": "0.1", "source": "first"}
+    assert olga.post("/sim-to-real/", fields).status_code == 302
+    again = olga.post("/sim-to-real/", {**fields, "rate": "0.9", "source": "second"})
+    assert again.status_code == 400 and "already recorded" in again.content.decode()
+    assert list(RealRobotRate.objects.values_list("rate", "source")) == [(0.1, "first")]
+
+
+def test_a_reviewer_cannot_enter_a_rate(simpler_env_host):
+    fields = {"policy": "noop", "task": "widowx_stack_cube", "rate": "0.1", "source": "x"}
+    assert _client("rita", "reviewer").post("/sim-to-real/", fields).status_code == 403
+    assert not RealRobotRate.objects.exists()
