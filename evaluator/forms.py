@@ -7,13 +7,14 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 
-from evaluator.launching import plan_problems, policy_record
+from evaluator.launching import check_full_launch, plan_problems, policy_record
 from evaluator.models import Benchmark, Policy, Task
 from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.errors import ProtocolError
-from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
+from evaluator.protocol.full_matrix import asset_paths, load_matrix
+from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 
 BLANK = [("", "default")]
@@ -61,6 +62,19 @@ class LaunchForm(forms.Form):
     replan_interval = _optional_int("replan interval K", "the longest action prefix per decision")
     runner_step_cap = _optional_int("runner step cap", "")
     task_scope = forms.CharField(required=False, help_text="SIMPLE only: default or released-12")
+    full = forms.ChoiceField(
+        label="native full matrix",
+        required=False,
+        choices=[
+            ("", "none: the chosen tasks x seeds"),
+            ("visual_matching", "Visual Matching (960 cells)"),
+            ("variant_aggregation", "Variant Aggregation (1,992 cells)"),
+        ],
+        help_text="SimplerEnv: upstream's whole matrix, cell by cell, instead of the tasks and seeds above.",
+    )
+    families = forms.MultipleChoiceField(
+        required=False, help_text="With a full matrix: only these families (default: all of them)."
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -71,6 +85,8 @@ class LaunchForm(forms.Form):
         # Grouped by benchmark: the page shows only the chosen benchmark's group.
         self.fields["tasks"].choices = list(groups.items())
         self.fields["tasks"].error_messages["invalid_choice"] = "unknown task %(value)s"
+        families = {f: f for protocol in FULL_PROTOCOLS for f in load_matrix(protocol).family_counts()}
+        self.fields["families"].choices = list(families.items())
 
     def clean_seed(self) -> int:
         seed = self.cleaned_data["seed"]
@@ -95,6 +111,8 @@ class LaunchForm(forms.Form):
         config = self._config(data, problems)
         seeds = self._seeds(data)
         tasks = data.get("tasks") or []
+        if data.get("full"):
+            return self._clean_full(data, config, problems)
         if config is not None and data.get("all_tasks"):
             catalog = load_catalog(config.benchmark)
             tasks = [name for name in catalog.tasks if _in_scope(catalog, config, name)]
@@ -114,12 +132,32 @@ class LaunchForm(forms.Form):
         data["seeds"] = seeds
         return data
 
+    def _clean_full(self, data: dict, config: ProtocolConfig | None, problems: list[str]) -> dict:
+        """A full matrix: its cells replace the tasks and seeds; Create runs the same checks (check_full_launch)."""
+        if config is not None and "policy" in data:
+            try:
+                matrix, cells = check_full_launch(data["full"], data["families"], policy_record(data["policy"]), config)
+            except (LaunchRefused, ProtocolError) as exc:
+                problems += getattr(exc, "problems", None) or [str(exc)]
+            else:
+                data["tasks"] = list(dict.fromkeys(cell.task for cell in cells))
+                data["seeds"] = (cells[0].seed,)
+                data["config"], data["budgets"] = config, _budgets(config, data["tasks"])
+                data["full_plan"] = _full_plan(matrix, cells)
+        for problem in dict.fromkeys(problems):
+            self.add_error(None, problem)
+        return data
+
     def _config(self, data: dict, problems: list[str]) -> ProtocolConfig | None:
         if any(name in self.errors for name in CONFIG_FIELDS) or "benchmark" not in data:
             return None
+        full = {}
+        if data.get("full"):
+            full = {"full_protocol": data["full"], "matrix_sha": load_matrix(data["full"]).sha256[:12]}
         try:
             return configure(
                 data["benchmark"],
+                **full,
                 sensors=data["sensors"] or None,
                 interaction_mode=data["interaction_mode"] or None,
                 action_rejection_feedback=data["action_rejection_feedback"],
@@ -145,6 +183,28 @@ class LaunchForm(forms.Form):
         return None
 
 
+def _full_plan(matrix, cells) -> dict:
+    """What the preview says of a full matrix: cells per family, and the upstream files this host lacks."""
+    from evaluator.benchmarks import worker_spec
+    from evaluator.doctor import simpler_inventory
+
+    families: dict[str, dict] = {}
+    for cell in cells:
+        entry = families.setdefault(cell.family, {"cells": 0, "scored": 0})
+        entry["cells"] += 1
+        entry["scored"] += cell.scored
+    assets = {family: asset_paths([c for c in cells if c.family == family]) for family in families}
+    inventory = simpler_inventory(worker_spec("simpler_env").python, assets)
+    return {
+        "matrix": matrix.title,
+        "cells": len(cells),
+        "scored": sum(cell.scored for cell in cells),
+        "families": families,
+        "missing_assets": inventory.get("missing_assets", {}),
+        "asset_check": inventory.get("import_error") or "; ".join(inventory.get("problems", [])),
+    }
+
+
 CONFIG_FIELDS = (
     "benchmark",
     "sensors",
@@ -156,6 +216,7 @@ CONFIG_FIELDS = (
     "replan_interval",
     "runner_step_cap",
     "task_scope",
+    "full",
 )
 
 

@@ -20,7 +20,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluator.forms import LaunchForm, RealRateForm
-from evaluator.launching import check_can, do_launch_campaign, do_record_real_rate, do_rerun, do_start_attempts
+from evaluator.launching import (
+    check_can,
+    do_launch_campaign,
+    do_launch_full_campaign,
+    do_record_real_rate,
+    do_rerun,
+    do_start_attempts,
+)
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
@@ -108,15 +115,7 @@ def launch(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         if "create" in request.POST:
             try:
-                campaign = do_launch_campaign(
-                    name=data["name"] or _plan_name(data),
-                    benchmark=data["benchmark"],
-                    task_names=data["tasks"],
-                    seeds=data["seeds"],
-                    policy=data["policy"],
-                    config=data["config"],
-                    user=request.user,
-                )
+                campaign = _create(request, data)
             except ProtocolError as exc:
                 for problem in getattr(exc, "problems", [str(exc)]):
                     form.add_error(None, problem)
@@ -130,11 +129,33 @@ def launch(request: HttpRequest) -> HttpResponse:
                 "budgets": data["budgets"],
                 "seeds": data["seeds"],
                 "cells": len(data["tasks"]) * len(data["seeds"]),
+                "full": data.get("full_plan"),
             }
     return render(
         request,
         "evaluator/launch.html",
         {"form": form, "preview": preview, "readiness": _readiness_rows()},
+    )
+
+
+def _create(request: HttpRequest, data: dict) -> Campaign:
+    if data.get("full"):
+        return do_launch_full_campaign(
+            name=data["name"] or data["full_plan"]["matrix"],
+            protocol=data["full"],
+            policy=data["policy"],
+            config=data["config"],
+            families=data["families"],
+            user=request.user,
+        )
+    return do_launch_campaign(
+        name=data["name"] or _plan_name(data),
+        benchmark=data["benchmark"],
+        task_names=data["tasks"],
+        seeds=data["seeds"],
+        policy=data["policy"],
+        config=data["config"],
+        user=request.user,
     )
 
 

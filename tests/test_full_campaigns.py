@@ -150,3 +150,40 @@ def test_a_1992_cell_matrix_page_runs_a_fixed_number_of_queries(reviewer, django
     assert response.status_code == 200 and "1992 predeclared cells" in page
     assert page.count('class="heat-map"') == 3 + 1 + 1 + 1  # coke per orientation, move near, drawer, apple
     assert "Run, not scored" in page and "1722" in page
+
+
+@pytest.fixture
+def operator(client, simpler_env_host):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    user = get_user_model().objects.create_user("olga", password="pw")
+    user.groups.add(Group.objects.get(name="operator"))
+    client.force_login(user)
+    return client
+
+
+FORM = {"benchmark": "simpler_env", "seed": "0", "policy": "noop", "full": "visual_matching", "families": ["bridge"]}
+
+
+def test_the_launch_form_previews_and_creates_a_full_campaign(operator):
+    # "full campaigns in the launch form ...: the preview shows the cell count per family and the assets the host lacks"
+    page = operator.post("/campaigns/new/", {**FORM, "preview": "1"}).content.decode()
+    assert 'id="preview-full"' in page and "<b>96</b> cells of Visual Matching (96 scored)" in page
+    assert '<tr data-family="bridge"><td>bridge</td><td>96</td><td>96</td></tr>' in page
+    assert 'id="asset-check"' in page  # this host has no upstream to ask which files it has
+    assert "simpler-full-visual-matching/matrix-" in page
+    response = operator.post("/campaigns/new/", {**FORM, "create": "1"})
+    campaign = Campaign.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/campaigns/{campaign.pk}/"
+    assert campaign.mode == "full" and campaign.attempts.count() == 96
+
+
+def test_the_launch_form_refuses_a_full_matrix_of_another_benchmark_and_unknown_families(operator):
+    page = operator.post("/campaigns/new/", {**FORM, "benchmark": "fetch", "preview": "1"}).content.decode()
+    assert "full matrices exist for simpler_env only" in page
+    page = operator.post(
+        "/campaigns/new/", {**FORM, "full": "variant_aggregation", "families": ["bridge"], "preview": "1"}
+    ).content.decode()
+    assert "no family bridge in variant_aggregation" in page
+    assert not Campaign.objects.exists()
