@@ -130,3 +130,61 @@ def test_readiness_is_the_verdict_of_the_workers_that_serve_each_benchmark(clust
     by_queue = {tuple(w["queues"]): w["readiness"] for w in report["workers"].values()}
     assert by_queue[("rsi.fetch",)]["fetch"]["ready"] is True
     assert by_queue[("rsi.simpler_env",)]["simpler_env"]["ready"] is False
+
+
+REPORT = (
+    "import json; from evaluator.models import Campaign; from evaluator.queries import full_campaign_view; "
+    "view = full_campaign_view(Campaign.objects.get(pk={pk})); "
+    "maps = {{f: [m.title for m in ms] for f, ms in view.maps.items()}}; "
+    "print(json.dumps({{'report': view.report.as_dict(), 'maps': maps}}))"
+)
+
+
+def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(cluster, tmp_path):
+    from tests.test_full_campaign_runs import double_upstream_env
+
+    tmp, env, _ = cluster
+    env = {**env, **double_upstream_env(tmp_path)}
+    workers = [Worker(tmp, env, f"simpler-{i}", device=str(i), queue="rsi.simpler_env") for i in range(2)]
+    try:
+        # The workers' own readiness: the real SAPIEN stack, the pins and assets of the double upstream.
+        wait(lambda: all("rsi worker: readiness" in w.output() for w in workers), 180, "the workers' checks")
+        assert all('"ready": true' in w.output() and "pinned upstream at simpler_env" in w.output() for w in workers)
+        out = manage(
+            env, "campaign", "simpler_env", "--full", "visual_matching", "--families", "bridge", "--policy", "noop",
+            "--budget-mode", "decisions", "--max-policy-calls", "10", "--replan-interval", "1", "--start", "--json",
+        )  # fmt: skip
+        campaign = json.loads(out)["campaign"]
+        cells = f"from evaluator_attempt where campaign_id = {campaign}"
+        # A killed cell: SIGKILL the worker that runs one, mid-episode.
+        victim = None
+        while victim is None:
+            wait(lambda: query(env, f"select count(*) {cells} and status = 'running'") != [(0,)], 120, "a running cell")
+            running = query(env, f"select id, runner {cells} and status = 'running'")
+            pid = int(running[0][1].rsplit(":", 2)[1])
+            worker = next(w for w in workers if w.process.pid == pid)
+            worker.process.send_signal(signal.SIGKILL)
+            worker.process.wait(timeout=30)
+            lost = query(env, f"select id from evaluator_attempt where status = 'running' and runner like '%:{pid}:%'")
+            if lost:
+                victim = lost[0][0]
+            else:  # it finished just before the kill: start another worker and try again
+                workers.append(Worker(tmp, env, f"simpler-{len(workers)}", queue="rsi.simpler_env"))
+        reaped = []
+        wait(lambda: reaped.extend(json.loads(manage(env, "reap", "--limit", "5", "--json"))["closed"]) or reaped,
+             60, "the reaper")  # fmt: skip
+        assert reaped == [victim]
+        wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(96,)], 600, "96 cells")
+    finally:
+        for worker in workers:
+            worker.stop()
+    ran = sorted(pk for w in workers for pk in w.ran())
+    assert ran == sorted(pk for (pk,) in query(env, f"select id {cells}"))  # each cell once, the victim too
+    outcomes = dict(query(env, f"select outcome, count(*) {cells} group by outcome"))
+    assert outcomes == {"task_failure": 95, "infrastructure_error": 1}
+    report = json.loads(manage(env, "shell", "--no-imports", "-c", REPORT.format(pk=campaign)))
+    bridge = report["report"]["per_family"]["bridge"]
+    # The killed cell stays in the denominator: 0 successes over 96 attempted, one of them an error.
+    assert (bridge["selected"], bridge["attempted"], bridge["errors"]["infrastructure_error"]) == (96, 96, 1)
+    assert bridge["attempt_success_rate"]["denominator"] == 96
+    assert report["maps"] == {"bridge": ["bridge: task x episode_id"]}
