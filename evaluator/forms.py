@@ -254,3 +254,41 @@ class RealRateForm(forms.Form):
 
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [(t, t) for t in tasks()]
+
+
+RATE_COLUMNS = ["policy", "task", "rate", "trials", "source"]
+MAX_UPLOAD_BYTES = 1_000_000
+
+
+class RealRatesUploadForm(forms.Form):
+    """Several real-robot rates at once: a CSV file with the header policy,task,rate,trials,source. Every row
+    is checked as the one-rate form checks it; one bad row refuses the whole file, naming each bad row."""
+
+    file = forms.FileField(help_text="CSV: policy,task,rate,trials,source (trials may be empty); at most 1 MB.")
+
+    def clean_file(self) -> list[dict]:
+        import csv
+        import io
+
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"the file has {upload.size} bytes; at most {MAX_UPLOAD_BYTES}")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("the file is not UTF-8 text") from None
+        reader = csv.DictReader(io.StringIO(text))
+        if reader.fieldnames != RATE_COLUMNS:
+            raise forms.ValidationError(f"the header must be {','.join(RATE_COLUMNS)}, got {reader.fieldnames}")
+        rows, errors = [], []
+        for number, row in enumerate(reader, start=2):  # line 1 is the header
+            form = RealRateForm(row)
+            if form.is_valid():
+                rows.append(form.cleaned_data)
+            else:
+                errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
+        if errors:
+            raise forms.ValidationError(errors[:50])
+        if not rows:
+            raise forms.ValidationError("the file has no rates")
+        return rows

@@ -376,3 +376,14 @@ def do_record_real_rate(user, policy: Policy, task: str, rate: float, source: st
     return RealRobotRate.objects.create(
         policy=policy, task=task, rate=rate, trials=trials, source=source, entered_by=user
     )
+
+
+@transaction.atomic
+def do_record_real_rates(user, rows: list[dict]) -> int:
+    """Several rates in one transaction: one that is refused records none of them."""
+    for number, row in enumerate(rows, start=2):
+        try:
+            do_record_real_rate(user, **row)
+        except LaunchRefused as exc:
+            raise LaunchRefused(f"line {number}: {exc}; no rate of the file was recorded") from None
+    return len(rows)

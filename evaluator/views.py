@@ -19,12 +19,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluator.forms import LaunchForm, RealRateForm
+from evaluator.forms import LaunchForm, RealRateForm, RealRatesUploadForm
 from evaluator.launching import (
     check_can,
     do_launch_campaign,
     do_launch_full_campaign,
     do_record_real_rate,
+    do_record_real_rates,
     do_rerun,
     do_start_attempts,
 )
@@ -676,14 +677,20 @@ def sim_to_real(request: HttpRequest) -> HttpResponse:
     """Does simulation rank policies as the real robot does? Per task, Pearson's r and MMRV; operators
     enter real-robot rates of their own policies (written once, never overwritten)."""
     _require(request, "view_campaign")
-    form = RealRateForm(request.POST or None)
+    uploading = "file" in request.FILES
+    form = RealRateForm(request.POST if request.method == "POST" and not uploading else None)
+    upload = RealRatesUploadForm(request.POST, request.FILES) if uploading else RealRatesUploadForm()
     if request.method == "POST":
         _require(request, "launch_campaign")
-        if form.is_valid():
+        chosen = upload if uploading else form
+        if chosen.is_valid():
             try:
-                do_record_real_rate(request.user, **form.cleaned_data)
+                if uploading:
+                    do_record_real_rates(request.user, chosen.cleaned_data["file"])
+                else:
+                    do_record_real_rate(request.user, **chosen.cleaned_data)
             except ProtocolError as exc:
-                form.add_error(None, str(exc))
+                chosen.add_error(None, str(exc))
             else:
                 return redirect("evaluator:sim_to_real")
     report = sim_to_real_report()
@@ -693,6 +700,7 @@ def sim_to_real(request: HttpRequest) -> HttpResponse:
         {
             "report": report,
             "form": form,
+            "upload": upload,
             "source": reference()["source"],
             "can_enter": request.user.has_perm("evaluator.launch_campaign"),
         },

@@ -93,3 +93,33 @@ def test_a_reviewer_cannot_enter_a_rate(simpler_env_host):
     fields = {"policy": "noop", "task": "widowx_stack_cube", "rate": "0.1", "source": "x"}
     assert _client("rita", "reviewer").post("/sim-to-real/", fields).status_code == 403
     assert not RealRobotRate.objects.exists()
+
+
+def _csv(text: str):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile("rates.csv", text.encode(), content_type="text/csv")
+
+
+def test_an_operator_uploads_several_rates_at_once(simpler_env_host):
+    rates = "policy,task,rate,trials,source\nnoop,widowx_stack_cube,0.1,24,lab\nstop,widowx_stack_cube,0.2,,lab\n"
+    response = _client("olga", "operator").post("/sim-to-real/", {"file": _csv(rates)})
+    assert response.status_code == 302
+    stored = RealRobotRate.objects.order_by("policy__name").values_list("policy__name", "rate", "trials")
+    assert list(stored) == [("noop", 0.1, 24), ("stop", 0.2, None)]
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("policy,task,rate\nnoop,widowx_stack_cube,0.1\n", "the header must be policy,task,rate,trials,source"),
+        ("policy,task,rate,trials,source\nnoop,widowx_stack_cube,0.1,,lab\nnoop,widowx_fly,2,,lab\n", "line 3: task"),
+        ("policy,task,rate,trials,source\n", "the file has no rates"),
+        # the second row repeats the first: refused, and the first is not kept either
+        ("policy,task,rate,trials,source\nnoop,widowx_stack_cube,0.1,,a\nnoop,widowx_stack_cube,0.3,,b\n", "line 3:"),
+    ],
+)
+def test_a_bad_file_is_refused_whole_naming_its_lines(simpler_env_host, text, error):
+    response = _client("olga", "operator").post("/sim-to-real/", {"file": _csv(text)})
+    assert response.status_code == 400 and error in response.content.decode()
+    assert not RealRobotRate.objects.exists()
