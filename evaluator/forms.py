@@ -7,13 +7,13 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 
-from evaluator.launching import check_full_launch, plan_problems, policy_record
+from evaluator.launching import check_full_launch, full_plan, plan_problems, policy_record
 from evaluator.models import Benchmark, Policy, Task
 from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
-from evaluator.protocol.full_matrix import asset_paths, load_matrix
+from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 
@@ -143,7 +143,7 @@ class LaunchForm(forms.Form):
                 data["tasks"] = list(dict.fromkeys(cell.task for cell in cells))
                 data["seeds"] = (cells[0].seed,)
                 data["config"], data["budgets"] = config, _budgets(config, data["tasks"])
-                data["full_plan"] = _full_plan(matrix, cells)
+                data["full_plan"] = {"matrix": matrix.title, **full_plan(cells)}
         for problem in dict.fromkeys(problems):
             self.add_error(None, problem)
         return data
@@ -181,28 +181,6 @@ class LaunchForm(forms.Form):
         except ProtocolError as exc:
             self.add_error("seed_list" if data.get("seed_list", "").strip() else "repeats", str(exc))
         return None
-
-
-def _full_plan(matrix, cells) -> dict:
-    """What the preview says of a full matrix: cells per family, and the upstream files this host lacks."""
-    from evaluator.benchmarks import worker_spec
-    from evaluator.doctor import simpler_inventory
-
-    families: dict[str, dict] = {}
-    for cell in cells:
-        entry = families.setdefault(cell.family, {"cells": 0, "scored": 0})
-        entry["cells"] += 1
-        entry["scored"] += cell.scored
-    assets = {family: asset_paths([c for c in cells if c.family == family]) for family in families}
-    inventory = simpler_inventory(worker_spec("simpler_env").python, assets)
-    return {
-        "matrix": matrix.title,
-        "cells": len(cells),
-        "scored": sum(cell.scored for cell in cells),
-        "families": families,
-        "missing_assets": inventory.get("missing_assets", {}),
-        "asset_check": inventory.get("import_error") or "; ".join(inventory.get("problems", [])),
-    }
 
 
 CONFIG_FIELDS = (

@@ -29,7 +29,7 @@ from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_ki
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InterventionRefused, InvalidCombination, LaunchRefused, ProtocolError
-from evaluator.protocol.full_matrix import MATRIX_FILE, load_matrix
+from evaluator.protocol.full_matrix import MATRIX_FILE, asset_paths, load_matrix
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.seeds import check_cell_count, check_seeds
 from evaluator.readiness import readiness
@@ -171,6 +171,28 @@ def check_full_launch(protocol: str, families: Sequence[str], policy: Policy, co
         raise LaunchRefused(f"the configuration {config.protocol_id} is not {protocol} over this matrix data")
     check_launch("simpler_env", list(dict.fromkeys(cell.task for cell in cells)), [cells[0].seed], policy, config)
     return matrix, cells
+
+
+def full_plan(cells) -> dict:
+    """A full plan as previews show it: cells and scored cells per family, and the upstream files this
+    host lacks (asked of the SAPIEN interpreter; asset_check says why when it cannot be asked)."""
+    from evaluator.benchmarks import worker_spec
+    from evaluator.doctor import simpler_inventory
+
+    families: dict[str, dict] = {}
+    for cell in cells:
+        entry = families.setdefault(cell.family, {"cells": 0, "scored": 0})
+        entry["cells"] += 1
+        entry["scored"] += cell.scored
+    assets = {family: asset_paths([c for c in cells if c.family == family]) for family in families}
+    inventory = simpler_inventory(worker_spec("simpler_env").python, assets)
+    return {
+        "cells": len(cells),
+        "scored": sum(cell.scored for cell in cells),
+        "families": families,
+        "missing_assets": inventory.get("missing_assets", {}),
+        "asset_check": inventory.get("import_error") or "; ".join(inventory.get("problems", [])),
+    }
 
 
 @transaction.atomic

@@ -3,15 +3,14 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from evaluator.benchmarks import worker_spec
 from evaluator.catalog_sync import sync_catalog
-from evaluator.doctor import simpler_inventory
 from evaluator.executor import queue_name
 from evaluator.launching import (
     do_launch_campaign,
     do_launch_full_campaign,
     do_start_attempts,
     ensure_builtin_policies,
+    full_plan,
 )
 from evaluator.management.commands.evaluate import ProgressBar
 from evaluator.management.database import DatabaseCommand
@@ -19,7 +18,7 @@ from evaluator.management.protocol_options import add_protocol_arguments, config
 from evaluator.models import Attempt
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.protocol.full_matrix import asset_paths, load_matrix
+from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import FULL_PROTOCOLS
 from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
 from evaluator.queries import campaign_cells, campaign_report
@@ -147,24 +146,15 @@ class Command(DatabaseCommand):
 
     def _preview(self, matrix, families: list[str], config, as_json: bool) -> None:
         """A full campaign's plan without storing it: cells per family, and the assets this host lacks."""
-        cells = matrix.subset(families) if families else matrix.cells
-        per_family = {}
-        for cell in cells:
-            entry = per_family.setdefault(cell.family, {"cells": 0, "scored": 0})
-            entry["cells"] += 1
-            entry["scored"] += cell.scored
-        assets = {family: asset_paths([c for c in cells if c.family == family]) for family in per_family}
-        inventory = simpler_inventory(worker_spec("simpler_env").python, assets)
+        shared = full_plan(matrix.subset(families) if families else matrix.cells)
         plan = {
             "protocol_id": config.protocol_id,
             "matrix": matrix.protocol,
             "matrix_sha256": matrix.sha256,
-            "cells": len(cells),
-            "scored": sum(cell.scored for cell in cells),
-            "families": per_family,
-            "missing_assets": inventory.get("missing_assets", {}),
-            "asset_check": inventory.get("import_error") or "; ".join(inventory.get("problems", [])) or "ok",
+            **shared,
+            "asset_check": shared["asset_check"] or "ok",
         }
+        per_family = plan["families"]
         if as_json:
             self.stdout.write(json.dumps(plan, indent=2))
             return
