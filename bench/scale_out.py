@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS, launch_noop_campaign, login, wait_until  # noqa: E402
-from tests.servers.cluster import Worker, manage, query, start, wait  # noqa: E402
+from tests.servers.cluster import Worker, celery_site, manage, query, start, wait  # noqa: E402
 from tests.servers.postgres import postgres_server  # noqa: E402
 from tests.servers.redis import redis_server  # noqa: E402
 from tests.servers.site import DaphneServer, daphne_site  # noqa: E402
@@ -86,19 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as database_url, redis_server() as redis:
         tmp = Path(tmp)
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis.url,
-            "RSI_EXECUTOR": "celery",
-            "RSI_MEDIA_ROOT": str(tmp / "media"),
-            "RSI_SECRET_KEY": "bench",
-            "DJANGO_SETTINGS_MODULE": "rsi_site.settings",
-        }
         print("setting up PostgreSQL, Redis and the site ...", flush=True)
-        manage(env, "migrate", "--noinput")
-        manage(env, "load_catalogs")
-        manage(env, "probe-media")  # the workers check it as they start; the web process writes it later
+        env = celery_site(tmp, database_url, redis.url)
         manage(env, "rsi_user", "bench", "--password", "benchbench", "--role", "operator", "--role", "watcher")
         cells_per_minute(tmp, env, 1, 2, 10)  # warm up: imports, the simulator's caches
         throughput = {}

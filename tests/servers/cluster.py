@@ -24,21 +24,26 @@ def cluster(tmp_path_factory):
     """(tmp folder, environment, Redis server) of a Celery deployment; the Redis server can be restarted."""
     tmp = tmp_path_factory.mktemp("scale-out")
     with postgres_server() as database_url, redis_server() as redis:
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis.url,
-            "RSI_EXECUTOR": "celery",
-            "RSI_MEDIA_ROOT": str(tmp / "media"),
-            "RSI_SECRET_KEY": "test",
-            "DJANGO_SETTINGS_MODULE": "rsi_site.settings",
-            "RSI_HEARTBEAT_S": "1",
-            "RSI_HEARTBEAT_LIMIT_S": "10",
-        }
-        manage(env, "migrate", "--noinput")
-        manage(env, "load_catalogs")
-        manage(env, "probe-media")  # as the web process does at start-up: the workers check it
+        env = celery_site(tmp, database_url, redis.url, RSI_HEARTBEAT_S="1", RSI_HEARTBEAT_LIMIT_S="10")
         yield tmp, env, redis
+
+
+def celery_site(tmp: Path, database_url: str, redis_url: str, **extra: str) -> dict:
+    """The environment of every process of a Celery deployment, its database set up as the README says."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "RSI_EXECUTOR": "celery",
+        "RSI_MEDIA_ROOT": str(tmp / "media"),
+        "RSI_SECRET_KEY": "test",
+        "DJANGO_SETTINGS_MODULE": "rsi_site.settings",
+        **extra,
+    }
+    manage(env, "migrate", "--noinput")
+    manage(env, "load_catalogs")
+    manage(env, "probe-media")  # as the web process does at start-up: the workers check it
+    return env
 
 
 def manage(env: dict, *args: str) -> str:
