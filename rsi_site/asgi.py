@@ -29,3 +29,7 @@ application = ProtocolTypeRouter(
         "websocket": ExactOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+from rsi_site.serving import settle  # noqa: E402
+
+settle()

@@ -1,14 +1,22 @@
 """Stored records for tests of pages and reports: full campaigns, finished cells without running them."""
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from evaluator.launching import do_launch_full_campaign
 from evaluator.models import Artifact, Attempt, Campaign
 from evaluator.protocol.full_matrix import full_configuration
 
 
-def finish_cell(cell: Attempt, outcome: str, autonomous: bool = True) -> None:
+def finish_cell(cell: Attempt, outcome: str, autonomous: bool = True, duration_s: float | None = None) -> None:
     """A cell's stored end, without running it (a finished attempt has its evidence manifest)."""
     Artifact.objects.create(attempt=cell, kind="manifest", path=f"attempts/{cell.pk}/manifest.json", sha256="0", size=0)
-    Attempt.objects.filter(pk=cell.pk).update(status="finished", outcome=outcome, autonomous=autonomous)
+    times = {}
+    if duration_s is not None:
+        now = timezone.now()
+        times = {"started_at": now - timedelta(seconds=duration_s), "finished_at": now}
+    Attempt.objects.filter(pk=cell.pk).update(status="finished", outcome=outcome, autonomous=autonomous, **times)
 
 
 def launch_full(protocol: str = "visual_matching", families=(), **options) -> Campaign:

@@ -3,12 +3,14 @@ SimplerEnv's upstream cannot run on this machine (no assets, no GPU), so launch 
 where it can by standing in for the readiness verdict alone (`simpler_env_host`); every other check
 runs as it does for any campaign."""
 
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from evaluator.benchmarks import reset_options
 from evaluator.launching import do_launch_campaign, do_launch_full_campaign, ensure_builtin_policies
@@ -140,6 +142,36 @@ def test_the_campaign_page_shows_the_matrix_by_family_variant_and_heat_map(revie
     assert page.count('title="1/1"') == 12 and page.count('title="0/1"') == 2
     assert f"?campaign={campaign.pk}&amp;sort=id" in page and "all 96 cells" in page
     assert page.count('class="cell ') == 0  # none runs now: no cards, the heat map holds them
+
+
+def test_the_page_estimates_the_time_left_at_the_pace_so_far(reviewer):
+    # "progress and ETA": mean duration of the finished cells, over the cells running now
+    campaign = launch_full(families=["bridge"])
+    first, second, third, fourth = campaign.attempts.order_by("cell_index")[:4]
+    finish_cell(first, "task_failure", duration_s=30)
+    finish_cell(second, "task_failure", duration_s=50)
+    page = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "About 3760 s left at the pace so far." in page  # 40 s x 94 cells, one at a time
+    Attempt.objects.filter(pk__in=[third.pk, fourth.pk]).update(status="running", started_at=timezone.now())
+    page = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "About 1880 s left at the pace so far." in page  # two running at once
+
+
+def test_a_campaign_planned_from_other_matrix_data_is_shown_from_its_own_records(reviewer, monkeypatch):
+    campaign = launch_full(families=["bridge"])
+    for cell in campaign.attempts.order_by("cell_index")[:3]:
+        finish_cell(cell, "success")
+    planned = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
+    changed = dataclasses.replace(load_matrix("visual_matching"), sha256="0" * 64, cells=())
+    monkeypatch.setattr("evaluator.queries.load_matrix", lambda protocol: changed)
+    recorded = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "3/3 = 1.000" in recorded and recorded.count('title="1/1"') == 3
+    assert _section(recorded, "matrix-section") == _section(planned, "matrix-section")
+
+
+def _section(page: str, section_id: str) -> str:
+    start = page.index(f'<section id="{section_id}">')
+    return page[start : page.index("</section>", start)]
 
 
 def test_a_1992_cell_matrix_page_runs_a_fixed_number_of_queries(reviewer, django_assert_max_num_queries):

@@ -27,12 +27,10 @@ from typing import Any
 
 from .catalogs import CATALOG_DIR, _frozen, plain
 from .errors import CatalogError
-from .identity import ProtocolConfig, configure
+from .identity import FULL_PROTOCOLS, ProtocolConfig, configure
 
 MATRIX_FILE = CATALOG_DIR / "matrices" / "simpler_env_full.json"
-VISUAL_MATCHING = "visual_matching"
-VARIANT_AGGREGATION = "variant_aggregation"
-PROTOCOLS = (VISUAL_MATCHING, VARIANT_AGGREGATION)
+VISUAL_MATCHING, VARIANT_AGGREGATION = FULL_PROTOCOLS
 SHORT = {VISUAL_MATCHING: "vm", VARIANT_AGGREGATION: "va"}
 # Fields a cell's options may set; "build.<kwarg>" sets one gym.make keyword.
 FIELDS = ("env_id", "robot", "scene_name", "rgb_overlay", "horizon", "scored")
