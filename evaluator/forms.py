@@ -234,6 +234,18 @@ class RealRateForm(forms.Form):
         self.fields["task"].choices = [(t, t) for t in tasks()]
 
 
+class SimToRealSelectionForm(forms.Form):
+    """Which policies the sim-to-real metrics are computed over (a query string: ?policy=a&policy=b);
+    none chosen means all of them."""
+
+    policy = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, policies: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].choices = policies
+        self.fields["policy"].initial = [name for name, _ in policies]
+
+
 RATE_COLUMNS = ["policy", "task", "rate", "trials", "source"]
 MAX_UPLOAD_BYTES = 1_000_000
 

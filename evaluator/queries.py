@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Sum
@@ -172,17 +173,17 @@ def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tu
     return rates
 
 
-def sim_to_real_report(protocol: str = "visual_matching") -> list[SimToRealTask]:
-    """Per sim-to-real task: the reference policies' published rates and RSI's policies' (simulated from
-    their full campaigns, real as users entered them), with Pearson's r and MMRV over all of them."""
+def sim_to_real_points(protocol: str = "visual_matching") -> dict[str, list[dict]]:
+    """Per sim-to-real task, every policy with both a simulated and a real rate: the reference policies'
+    published rates and RSI's policies' (simulated from their full campaigns, real as users entered them)."""
     ref = reference()
     simulated = simulated_rates(protocol)
     real_entered: dict[str, dict[str, tuple[float, str]]] = {}
     for entry in RealRobotRate.objects.select_related("policy"):
         real_entered.setdefault(entry.task, {})[entry.policy.name] = (entry.rate, entry.source)
-    report = []
+    points = {}
     for task in ref["real"]:
-        points = [
+        points[task] = [
             {
                 "name": REFERENCE + name,
                 "label": ref["policies"].get(name, name),
@@ -197,7 +198,7 @@ def sim_to_real_report(protocol: str = "visual_matching") -> list[SimToRealTask]
         for name, (sim, where) in simulated.get(task, {}).items():
             if name in real_entered.get(task, {}):
                 real, source = real_entered[task][name]
-                points.append(
+                points[task].append(
                     {
                         "name": name,
                         "label": name,
@@ -207,11 +208,19 @@ def sim_to_real_report(protocol: str = "visual_matching") -> list[SimToRealTask]
                         "real_from": source,
                     }
                 )
+    return points
+
+
+def sim_to_real_report(points: dict[str, list[dict]], chosen: Collection[str] | None = None) -> list[SimToRealTask]:
+    """Per task, Pearson's r and MMRV over the chosen policies (all when none are chosen)."""
+    report = []
+    for task, every in points.items():
+        selected = tuple(p for p in every if chosen is None or p["name"] in chosen)
         try:
-            simulated_by, real_by = ({p["name"]: p[side] for p in points} for side in ("simulated", "real"))
+            simulated_by, real_by = ({p["name"]: p[side] for p in selected} for side in ("simulated", "real"))
             comparison = sim_to_real.compare(task, simulated_by, real_by)
             problem = ""
         except NotComparable as exc:
             comparison, problem = None, str(exc)
-        report.append(SimToRealTask(task, tuple(points), comparison, problem))
+        report.append(SimToRealTask(task, selected, comparison, problem))
     return report

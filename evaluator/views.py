@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluator.forms import LaunchForm, RealRateForm, RealRatesUploadForm
+from evaluator.forms import LaunchForm, RealRateForm, RealRatesUploadForm, SimToRealSelectionForm
 from evaluator.launching import (
     check_can,
     do_launch_campaign,
@@ -36,7 +36,14 @@ from evaluator.protocol.actions import ActionContract, action_contract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import FAMILIES, configure
 from evaluator.protocol.sim_to_real import reference
-from evaluator.queries import campaign_cells, campaign_report, compare_campaigns, full_campaign_view, sim_to_real_report
+from evaluator.queries import (
+    campaign_cells,
+    campaign_report,
+    compare_campaigns,
+    full_campaign_view,
+    sim_to_real_points,
+    sim_to_real_report,
+)
 from evaluator.readiness import Readiness, readiness
 from evaluator.verification import verify_attempt
 
@@ -693,16 +700,21 @@ def sim_to_real(request: HttpRequest) -> HttpResponse:
                 chosen.add_error(None, str(exc))
             else:
                 return redirect("evaluator:sim_to_real")
-    report = sim_to_real_report()
+    points = sim_to_real_points()
+    policies = {p["name"]: p["label"] for task_points in points.values() for p in task_points}
+    selection = SimToRealSelectionForm(request.GET or None, policies=sorted(policies.items()))
+    chosen = (selection.cleaned_data["policy"] or None) if selection.is_bound and selection.is_valid() else None
+    bad_query = selection.is_bound and not selection.is_valid()
     return render(
         request,
         "evaluator/sim_to_real.html",
         {
-            "report": report,
+            "report": sim_to_real_report(points, chosen),
+            "selection": selection,
             "form": form,
             "upload": upload,
             "source": reference()["source"],
             "can_enter": request.user.has_perm("evaluator.launch_campaign"),
         },
-        status=400 if request.method == "POST" else 200,
+        status=400 if request.method == "POST" or bad_query else 200,
     )

@@ -42,6 +42,31 @@ def test_the_reference_policies_metrics_are_shown_per_task_with_their_source(sim
     assert section.count("<circle") == 6 and 'id="enter-real-rate"' not in page  # a reviewer enters nothing
 
 
+def test_the_metrics_are_computed_over_the_chosen_policies_only(simpler_env_host):
+    # "compute for any set of evaluated policies the Pearson correlation and the Mean Maximum Rank Violation"
+    ref = reference()
+    chosen = ["rt-1-converged", "octo-base", "rt-1-x"]
+    task = "google_robot_pick_coke_can"
+    subset = compare(
+        "coke",
+        {"ref:" + k: ref["simulated_visual_matching"][task][k] for k in chosen},
+        {"ref:" + k: ref["real"][task][k] for k in chosen},
+    )
+    query = "&".join(f"policy=ref:{name}" for name in chosen)
+    page = _client("rita", "reviewer").get(f"/sim-to-real/?{query}").content.decode()
+    section = _section(page, task)
+    assert f'3 policies · Pearson r =\n    <b class="pearson">{subset.pearson:.3f}</b>' in section
+    assert f'<b class="mmrv">{subset.mmrv:.3f}</b>' in section and section.count("<circle") == 3
+    assert page.count('type="checkbox" name="policy"') == 7 and page.count(" checked>") == 3  # the choice shown
+
+
+def test_an_unknown_policy_in_the_query_is_refused_and_all_are_shown(simpler_env_host):
+    response = _client("rita", "reviewer").get("/sim-to-real/?policy=ref:rt-1-converged&policy=<script>")
+    page = response.content.decode()
+    assert response.status_code == 400 and "Select a valid choice. &lt;script&gt; is not one of" in page
+    assert _section(page, "google_robot_pick_coke_can").count("<circle") == 6
+
+
 def test_an_operators_real_rate_joins_its_policys_simulated_rate_from_a_full_campaign(simpler_env_host):
     campaign = launch_full(families=["bridge"])
     spoon = [a for a in campaign.attempts.order_by("cell_index") if a.full_cell["task"] == "widowx_spoon_on_towel"]
