@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env vulkan-layer
+.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env vulkan-layer test-whole-matrix
 
 # Serving needs only requirements.txt; the tests add pytest, Playwright, ruff and the torch extra.
 $(VENV)/.installed-run: requirements.txt
@@ -67,3 +67,8 @@ lint: venv-test
 test: system-test venv-test sapien-env openpi-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest
+
+# The whole 960-cell Visual Matching campaign over two Celery workers against the upstream double
+# (about 25 min on 2 cores; `make test` runs one family of it).
+test-whole-matrix: system-test venv-test sapien-env vulkan-layer
+	RSI_WHOLE_MATRIX_RUN=1 $(PY) -m pytest tests/test_scale_out.py -k whole-matrix
