@@ -14,17 +14,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from evaluator.benchmarks import (
-    LAYER_DIR,
-    ROOT,
-    WORKERS_DIR,
-    mujoco_gl,
-    simpler_pins,
-    vulkan_devices,
-    vulkan_layer_env,
-    worker_spec,
-)
 from evaluator.protocol.catalogs import load_catalog
+from evaluator.worker_env import LAYER_DIR, ROOT, WORKERS_DIR, mujoco_gl, simpler_pins, vulkan_devices, vulkan_layer_env
 
 OPTIX_FILES = ("/usr/share/nvidia/nvoptix.bin",)
 SAPIEN_PROBE = "import sapien.core as s; s.SapienRenderer(offscreen_only=True); print('renderer ok')"
@@ -89,15 +80,15 @@ def _simpler_verdict(inventory: dict, renderer_ok: bool, render_note: str) -> di
     return {"ready": ready, "reason": reason, "note": note, "missing_assets": missing}
 
 
-def _fetch_gl() -> tuple[str, str, bool]:
-    python = worker_spec("fetch").python
-    gl = mujoco_gl(python)
+def _gl_works(python: str, gl: str) -> bool:
     probe = [python, "-c", "import mujoco; c = mujoco.GLContext(8, 8); c.make_current()"]
-    return python, gl, _run(probe, {"MUJOCO_GL": gl}).returncode == 0
+    return _run(probe, {"MUJOCO_GL": gl}).returncode == 0
 
 
-def _fetch_verdict(gl: str, gl_ok: bool) -> dict:
-    return _verdict(gl_ok, f"MuJoCo renders with MUJOCO_GL={gl}" if gl_ok else f"no GL context with MUJOCO_GL={gl}")
+def fetch_verdict(python: str) -> dict:
+    gl = mujoco_gl(python)
+    ok = _gl_works(python, gl)
+    return _verdict(ok, f"MuJoCo renders with MUJOCO_GL={gl}" if ok else f"no GL context with MUJOCO_GL={gl}")
 
 
 def _render_note(devices: list[dict], layer_env: dict) -> str:
@@ -107,39 +98,37 @@ def _render_note(devices: list[dict], layer_env: dict) -> str:
     return note + ": not the NVIDIA reference renderer; SAPIEN request timeouts are scaled for it"
 
 
-def _maniskill2_verdict(renderer: dict, render_note: str) -> dict:
+def _sapien_renderer_here(python: str) -> tuple[dict, str]:
+    """SAPIEN's renderer as the worker would create it (with RSI's layer when it is on), and a note on it."""
+    layer_env = vulkan_layer_env()
+    renderer = sapien_renderer(python, layer_env or LAYER_OFF)
+    return renderer, _render_note(vulkan_devices(layer_env or LAYER_OFF)["devices"], layer_env)
+
+
+def maniskill2_verdict(python: str) -> dict:
+    renderer, note = _sapien_renderer_here(python)
     reason = "SAPIEN creates its renderer" if renderer["ok"] else f"RenderDeviceUnavailable: {renderer['reason']}"
-    return _verdict(renderer["ok"], reason, render_note)
+    return _verdict(renderer["ok"], reason, note)
 
 
-HUMANOID_VERDICT = {
-    "ready": False,
-    "reason": "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
-    "RTX-class GPU (upstream_simple_facts.md §4-5)",
-    "note": "",
-}
+def simpler_env_verdict(python: str) -> dict:
+    renderer, note = _sapien_renderer_here(python)
+    return _simpler_verdict(simpler_inventory(python), renderer["ok"], note)
 
 
-def benchmark_verdict(benchmark: str) -> dict:
-    """Whether this host can run one benchmark, and why not: the checks of `diagnose` for that
-    benchmark alone (the launch form asks for each benchmark)."""
-    if benchmark == "fetch":
-        _, gl, gl_ok = _fetch_gl()
-        return _fetch_verdict(gl, gl_ok)
-    if benchmark in ("maniskill2", "simpler_env"):
-        sapien, layer_env = worker_spec("maniskill2").python, vulkan_layer_env()
-        renderer = sapien_renderer(sapien, layer_env or LAYER_OFF)
-        note = _render_note(vulkan_devices(layer_env or LAYER_OFF)["devices"], layer_env)
-        if benchmark == "maniskill2":
-            return _maniskill2_verdict(renderer, note)
-        return _simpler_verdict(simpler_inventory(sapien), renderer["ok"], note)
-    if benchmark == "simple_humanoid":
-        return dict(HUMANOID_VERDICT)
-    return _verdict(False, f"no native worker for {benchmark!r} on this host")
+def simple_humanoid_verdict(python: str) -> dict:
+    return {
+        "ready": False,
+        "reason": "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
+        "RTX-class GPU (upstream_simple_facts.md §4-5)",
+        "note": "",
+    }
 
 
-def diagnose() -> dict:
-    sapien = worker_spec("maniskill2").python
+def diagnose(fetch_python: str, sapien: str) -> dict:
+    """What this host offers the workers: Vulkan with and without RSI's layer, SAPIEN's renderer, MuJoCo's
+    GL, each interpreter's packages, the SimplerEnv upstream. The verdict per benchmark is
+    benchmarks.host_report's."""
     layer_built = (LAYER_DIR / "rsi_external_fd_layer.json").exists()
     layer_env = vulkan_layer_env()
     # Both ways, whatever the setting: what the layer changes is the point of the report.
@@ -151,9 +140,9 @@ def diagnose() -> dict:
         "without_layer": sapien_renderer(sapien, LAYER_OFF),
     }
     used = "with_layer" if layer_env else "without_layer"
-    renderer, vulkan = renderers[used], devices[used]
-    fetch_python, gl, gl_ok = _fetch_gl()
-    render_note = _render_note(vulkan["devices"], layer_env)
+    vulkan = devices[used]
+    gl = mujoco_gl(fetch_python)
+    gl_ok = _gl_works(fetch_python, gl)
     sapien_versions = {}
     if Path(sapien).exists():
         listing = _run([sapien, "-m", "pip", "list", "--format=freeze"]).stdout
@@ -162,12 +151,6 @@ def diagnose() -> dict:
             for name, version in (line.split("==", 1) for line in listing.splitlines() if "==" in line)
         }
     inventory = simpler_inventory(sapien)
-    benchmarks = {
-        "fetch": _fetch_verdict(gl, gl_ok),
-        "maniskill2": _maniskill2_verdict(renderer, render_note),
-        "simpler_env": _simpler_verdict(inventory, renderer["ok"], render_note),
-        "simple_humanoid": dict(HUMANOID_VERDICT),
-    }
     names = [d["name"] for d in vulkan["devices"]]
     sapien_would_use = names[0] if len(names) == 1 else f"the first suitable of: {', '.join(names)}" if names else None
     return {
@@ -188,7 +171,6 @@ def diagnose() -> dict:
             },
             "simpler_env_upstream": inventory,
         },
-        "benchmarks": benchmarks,
         "scale_out": scale_out(),
     }
 

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from evaluator.doctor import benchmark_verdict
+from evaluator.benchmarks import benchmark_verdict
 
 DEFAULT_TTL_S = 300.0
 # What a verdict depends on, besides the host itself.

@@ -32,11 +32,11 @@ from evaluator.models import (
 from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
 from evaluator.policies.specs import build_policy
-from evaluator.protocol.actions import action_contract
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
+from evaluator.protocol.registry import action_contract
 from evaluator.protocol.scoring import ErrorType, StepResult, TerminationReason, score_episode
 from evaluator.runners import this_process
 

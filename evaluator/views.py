@@ -32,9 +32,10 @@ from evaluator.launching import (
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
-from evaluator.protocol.actions import ActionContract, action_contract
+from evaluator.protocol.actions import ActionContract
 from evaluator.protocol.errors import ProtocolError
-from evaluator.protocol.identity import FAMILIES, configure
+from evaluator.protocol.identity import configure
+from evaluator.protocol.registry import PROTOCOLS, action_contract
 from evaluator.protocol.sim_to_real import reference
 from evaluator.queries import (
     campaign_cells,
@@ -69,7 +70,7 @@ def benchmarks(request: HttpRequest) -> HttpResponse:
         {
             "benchmark": b,
             "readiness": readiness(b.name),
-            "default_protocol": configure(b.name).protocol_id if b.name in FAMILIES else None,
+            "default_protocol": configure(b.name).protocol_id if b.name in PROTOCOLS else None,
             "tasks": [t for t in b.tasks.all() if t.in_catalog],
         }
         for b in Benchmark.objects.prefetch_related("tasks")

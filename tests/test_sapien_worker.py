@@ -96,10 +96,10 @@ def test_without_the_layer_lavapipe_is_refused_at_launch_and_a_typed_render_devi
 
 def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
     # The device list comes from the Vulkan loader itself (no vulkaninfo), both ways in one report.
-    from evaluator.doctor import diagnose
+    from evaluator.benchmarks import host_report
 
     monkeypatch.setenv("RSI_VULKAN_LAYER", "on")
-    report = diagnose()
+    report = host_report()
     with_layer, without = report["vulkan"]["with_layer"], report["vulkan"]["without_layer"]
     assert [d["type"] for d in with_layer["devices"]] == ["cpu"] and "llvmpipe" in with_layer["devices"][0]["name"]
     assert with_layer["devices"][0]["external_fd"] and not without["devices"][0]["external_fd"]
@@ -109,7 +109,7 @@ def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
     assert "lavapipe" in report["benchmarks"]["maniskill2"]["note"]
     assert report["benchmarks"]["fetch"]["ready"] and not report["benchmarks"]["simple_humanoid"]["ready"]
     monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
-    off = diagnose()["benchmarks"]["maniskill2"]
+    off = host_report()["benchmarks"]["maniskill2"]
     assert not off["ready"] and off["reason"].startswith("RenderDeviceUnavailable")
     assert "ErrorExtensionNotPresent" in off["reason"]
 
@@ -140,34 +140,34 @@ def _required_assets():
 
 
 def test_doctor_says_simpler_env_is_not_ready_without_the_upstream():
-    from evaluator.doctor import diagnose
+    from evaluator.benchmarks import host_report
 
-    verdict = diagnose()["benchmarks"]["simpler_env"]
+    verdict = host_report()["benchmarks"]["simpler_env"]
     assert not verdict["ready"]
     assert "simpler_env is not installed" in verdict["reason"]
     assert "mani_skill2_real2sim is not installed" in verdict["reason"]
 
 
 def test_doctor_refuses_the_upstream_at_another_revision(tmp_path, monkeypatch):
-    from evaluator.benchmarks import simpler_pins
-    from evaluator.doctor import diagnose
+    from evaluator.benchmarks import host_report
     from evaluator.protocol.catalogs import load_catalog
+    from evaluator.worker_env import simpler_pins
 
     pins = simpler_pins(load_catalog("simpler_env"))
     everything = sorted({p for paths in _required_assets().values() for p in paths})
     wrong = {**pins, "simpler_env": "0" * 40}
     _fake_upstream(tmp_path / "site", wrong, tmp_path / "assets", everything)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    verdict = diagnose()["benchmarks"]["simpler_env"]
+    verdict = host_report()["benchmarks"]["simpler_env"]
     assert not verdict["ready"] and verdict["missing_assets"] == {}
     assert f"simpler_env is at {'0' * 40}, the protocol pins {pins['simpler_env']}" in verdict["reason"]
     assert "mani_skill2_real2sim" not in verdict["reason"]  # that one is at its pin
 
 
 def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkeypatch):
-    from evaluator.benchmarks import simpler_pins
-    from evaluator.doctor import diagnose
+    from evaluator.benchmarks import host_report
     from evaluator.protocol.catalogs import load_catalog
+    from evaluator.worker_env import simpler_pins
 
     required = _required_assets()
     everything = sorted({p for paths in required.values() for p in paths})
@@ -176,13 +176,13 @@ def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkey
     present = [p for p in everything if p != absent]
     _fake_upstream(tmp_path / "site", simpler_pins(load_catalog("simpler_env")), tmp_path / "assets", present)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    verdict = diagnose()["benchmarks"]["simpler_env"]
+    verdict = host_report()["benchmarks"]["simpler_env"]
     needing = sorted(task for task, paths in required.items() if absent in paths)
     assert needing and sorted(verdict["missing_assets"]) == needing
     assert all(verdict["missing_assets"][task] == [absent] for task in needing)
     assert not verdict["ready"] and f"{needing[0]} misses {absent}" in verdict["reason"]
     (tmp_path / "assets" / absent.removeprefix("data/")).write_bytes(b"")
-    assert diagnose()["benchmarks"]["simpler_env"]["ready"]  # the same checks pass once it is there
+    assert host_report()["benchmarks"]["simpler_env"]["ready"]  # the same checks pass once it is there
 
 
 def test_simpler_env_without_the_pinned_upstream_is_refused_at_launch_and_an_install_error_in_the_worker(

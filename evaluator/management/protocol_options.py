@@ -1,10 +1,11 @@
 """The protocol options shared by `manage.py protocol` and `manage.py evaluate`."""
 
-from evaluator.protocol.identity import BUDGET_MODES, FAMILIES, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.identity import BUDGET_MODES, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.registry import PROTOCOLS
 
 
 def add_protocol_arguments(parser) -> None:
-    parser.add_argument("benchmark", help=f"one of: {', '.join(sorted(FAMILIES))}")
+    parser.add_argument("benchmark", help=f"one of: {', '.join(sorted(PROTOCOLS))}")
     parser.add_argument("--sensors", help="sensor track, e.g. rgb, rgb-qpos, privileged-state (default: the first)")
     parser.add_argument("--interaction-mode", help=" or ".join(INTERACTION_MODES))
     parser.add_argument("--action-rejection-feedback", action="store_true", help="select the feedback track")

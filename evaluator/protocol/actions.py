@@ -97,19 +97,6 @@ def simple_v1_contract(joint_ranges: Sequence[tuple[float, float]]) -> ActionCon
     )
 
 
-def action_contract(benchmark: str, interface_version: int) -> ActionContract:
-    """The contract new runs validate against (SIMPLE v1 needs the run's joint ranges: simple_v1_contract)."""
-    if benchmark == "simpler_env":
-        return SIMPLER_ENV_ACTION
-    if benchmark == "fetch":
-        return FETCH_ACTION
-    if benchmark == "maniskill2":
-        return MANISKILL2_ACTION
-    if benchmark == "simple_humanoid" and interface_version == 2:
-        return SIMPLE_V2_ACTION
-    raise ValueError(f"no action contract for {benchmark} v{interface_version}")
-
-
 # Longer chunks are accepted (openpi servers return their whole action horizon) and only the
 # permitted prefix executes; past this many actions a reply is malformed output.
 MAX_CHUNK_ACTIONS = 1024

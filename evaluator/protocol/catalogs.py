@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import CatalogError, InvalidCombination, UnknownBenchmark, UnknownTask
 from .identity import DEFAULT_SCOPE, ProtocolConfig
+from .registry import PROTOCOLS
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "environment" / "catalogs"
 
@@ -277,11 +278,11 @@ def _build_single_robot(doc: dict) -> dict:
     return {"tasks": tasks, "aliases": {}, "groups": {}, "settings": settings}
 
 
-BUILDERS = {
+# Catalog schemas by name; each benchmark's registry entry names the one its file is checked against.
+SCHEMAS = {
     "simpler_env": _build_simpler_env,
     "simple_humanoid": _build_simple_humanoid,
-    "fetch": _build_single_robot,
-    "maniskill2": _build_single_robot,
+    "single_robot": _build_single_robot,
 }
 
 
@@ -295,9 +296,9 @@ def load_catalog_file(path: Path) -> Catalog:
     if not isinstance(doc, dict):
         raise CatalogError(f"{path.name}: the top level must be an object")
     benchmark = _require(doc, "benchmark", str, path.name)
-    builder = BUILDERS.get(benchmark)
-    if builder is None:
+    if benchmark not in PROTOCOLS:
         raise CatalogError(f"{path.name}: no catalog schema for benchmark {benchmark!r}")
+    builder = SCHEMAS[PROTOCOLS[benchmark].catalog_schema]
     parts = builder(doc)
     return Catalog(
         benchmark=benchmark,

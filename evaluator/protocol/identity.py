@@ -23,19 +23,16 @@ from .errors import (
     InvalidBudget,
     InvalidCombination,
     MalformedIdentity,
-    UnknownBenchmark,
     UnknownOption,
 )
+from .registry import DECISIONS, DEFAULT_SCOPE, HORIZON, PROTOCOLS, Family, benchmark_protocol
 
 SINGLE_RESPONSE = "single_response"
 AGENT_METHOD = "agent_method"
 INTERACTION_MODES = (SINGLE_RESPONSE, AGENT_METHOD)
 
-HORIZON = "horizon"
-DECISIONS = "decisions"
 BUDGET_MODES = (HORIZON, DECISIONS)
 
-DEFAULT_SCOPE = "default"
 EXTENDED_SEGMENT = "extended-horizon-2h"
 FEEDBACK_SEGMENT = "action-feedback"
 AGENT_METHOD_SEGMENT = "agent-method"
@@ -44,103 +41,9 @@ FULL_PROTOCOLS = ("visual_matching", "variant_aggregation")
 MATRIX_SEGMENT = "matrix-"
 
 
-@dataclass(frozen=True)
-class Family:
-    """What one benchmark's protocol allows, and its defaults."""
-
-    benchmark: str
-    prefix: str
-    sensors: tuple[str, ...]  # the first one is the default track
-    versions: tuple[int, ...]  # the last one is the current interface
-    scopes: tuple[str, ...] = (DEFAULT_SCOPE,)
-    default_budget_mode: str = HORIZON
-    # Horizon mode: call budget, action prefix and runner cap when none is given.
-    horizon_calls: int = 40
-    horizon_replan: int = 5
-    horizon_step_cap: int = 1000
-    # Decision mode: D and K when none is given.
-    decisions: int = 200
-    decision_replan: int = 5
-    fixed_decision_track: bool = False  # SIMPLE implements only decision-200/prefix-5
-    extended_horizon: bool = True
-    agent_method: bool = True
-    # SIMPLE's service always returns bounded validation feedback; SimplerEnv makes it a choice.
-    feedback_always_on: bool = False
-    # Scopes other than the default allow only the default sensors and decision mode.
-    restricted_scopes: tuple[str, ...] = ()
-    # Whether native `terminated` ends an episode. SimplerEnv's upstream loop ignores it.
-    native_termination_ends: bool = False
-
-    @property
-    def current_version(self) -> int:
-        return self.versions[-1]
-
-
-FAMILIES: dict[str, Family] = {
-    f.benchmark: f
-    for f in (
-        Family(
-            benchmark="simpler_env",
-            prefix="simpler-prepackaged-development",
-            sensors=("rgb", "rgb-qpos"),
-            versions=(1,),
-        ),
-        Family(
-            benchmark="simple_humanoid",
-            prefix="simple-humanoid-development",
-            sensors=("rgb-qpos31", "rgb"),
-            versions=(1, 2),
-            scopes=(DEFAULT_SCOPE, "released-12"),
-            default_budget_mode=DECISIONS,
-            # Enough full five-action calls and controls for the longest reference horizon (1200).
-            horizon_calls=240,
-            horizon_replan=5,
-            horizon_step_cap=1200,
-            fixed_decision_track=True,
-            extended_horizon=False,
-            agent_method=False,
-            feedback_always_on=True,
-            restricted_scopes=("released-12",),
-            native_termination_ends=True,  # "Native success/termination ... remain authoritative"
-        ),
-        # The CPU development benchmark: never pooled with SimplerEnv. Its oracle reads
-        # privileged simulator state and therefore runs only under its own sensor track.
-        Family(
-            benchmark="fetch",
-            prefix="fetch-development",
-            sensors=("rgb", "privileged-state"),
-            versions=(1,),
-            horizon_calls=50,
-            horizon_replan=5,
-            horizon_step_cap=1000,
-            decisions=10,
-            decision_replan=5,
-        ),
-        # ManiSkill2 0.5.3 on SAPIEN: how CI exercises the SAPIEN path without SimplerEnv's assets.
-        Family(
-            benchmark="maniskill2",
-            prefix="maniskill2-development",
-            sensors=("rgb",),
-            versions=(1,),
-        ),
-    )
-}
-
-
-# The native arrays each declared sensor track lets a policy see besides the RGB frame.
-SENSOR_ARRAYS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("fetch", "privileged-state"): ("observation", "achieved_goal", "desired_goal"),
-    ("simpler_env", "rgb-qpos"): ("qpos",),
-    ("simple_humanoid", "rgb-qpos31"): ("qpos31",),
-}
-
-
 def family(benchmark: str) -> Family:
-    try:
-        return FAMILIES[benchmark]
-    except KeyError:
-        known = ", ".join(sorted(FAMILIES))
-        raise UnknownBenchmark(f"unknown benchmark {benchmark!r}; known: {known}") from None
+    """What the benchmark's protocol allows: its registry entry's family (registry.py)."""
+    return benchmark_protocol(benchmark).family
 
 
 @dataclass(frozen=True)
@@ -195,7 +98,7 @@ class ProtocolConfig:
 
     @property
     def sensor_arrays(self) -> tuple[str, ...]:
-        return SENSOR_ARRAYS.get((self.benchmark, self.sensors), ())
+        return benchmark_protocol(self.benchmark).sensor_arrays.get(self.sensors, ())
 
     @property
     def is_current_interface(self) -> bool:
@@ -360,8 +263,8 @@ def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
     if parts[0].startswith(FULL_PREFIX) and len(parts) > 1 and parts[1].startswith(MATRIX_SEGMENT):
         options["full_protocol"] = parts[0].removeprefix(FULL_PREFIX).replace("-", "_")
         options["matrix_sha"] = parts.pop(1).removeprefix(MATRIX_SEGMENT)
-        parts[0] = FAMILIES["simpler_env"].prefix
-    fam = next((f for f in FAMILIES.values() if f.prefix == parts[0]), None)
+        parts[0] = family("simpler_env").prefix
+    fam = next((p.family for p in PROTOCOLS.values() if p.family.prefix == parts[0]), None)
     if fam is None or len(parts) < 3:
         raise MalformedIdentity(f"not a protocol identity: {protocol_id!r}")
     version = parts[-1]

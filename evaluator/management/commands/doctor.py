@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from evaluator.doctor import diagnose
+from evaluator.benchmarks import host_report
 
 
 class Command(BaseCommand):
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):
-        report = diagnose()
+        report = host_report()
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
