@@ -6,6 +6,8 @@ evaluator/protocol/registry.py; environment/README.md has the checklist for addi
 
 RSI_FETCH_PYTHON   interpreter of the Fetch worker (default: the evaluator's own)
 RSI_SAPIEN_PYTHON  interpreter of the SAPIEN worker (default: .venv-sapien/bin/python, `make sapien-env`)
+RSI_SIMPLE_CHECKOUT  the pinned SIMPLE checkout (environment/README.md, "SIMPLE")
+RSI_SIMPLE_PYTHON  interpreter of the SIMPLE worker (default: the checkout's own .venv/bin/python)
 (the worker environment's settings: evaluator/worker_env.py)
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from evaluator import doctor
 from evaluator.native import WorkerSpec
+from evaluator.protocol.catalogs import plain
 from evaluator.protocol.errors import UnknownBenchmark
 from evaluator.worker_env import (
     LAYER_NAME,
@@ -27,6 +30,7 @@ from evaluator.worker_env import (
     mujoco_gl,
     renders_on_cpu,
     scaled_timeouts,
+    simple_checkout,
     simpler_pins,
     vulkan_layer_env,
 )
@@ -41,6 +45,19 @@ def _no_options(task, catalog, full_cell: dict | None) -> dict:
 
 def _maniskill2_options(task, catalog, full_cell: dict | None) -> dict:
     return {"family": "maniskill2", "camera": task.camera, "control_mode": catalog.settings["control_mode"]}
+
+
+def _simple_humanoid_options(task, catalog, full_cell: dict | None) -> dict:
+    fast = catalog.settings["fast_mode"]
+    return {
+        "family": "simple_humanoid",
+        "task": task.name,
+        "backend": task.details["backend"],
+        "dr_level": fast["dr_level"],
+        "episode_index": fast["released_episode_index"],
+        "pinned_revision": catalog.upstream["simple"]["revision"],
+        "expected_files": plain(catalog.settings["inventory"]),
+    }
 
 
 def _simpler_env_options(task, catalog, full_cell: dict | None) -> dict:
@@ -60,9 +77,9 @@ def _simpler_env_options(task, catalog, full_cell: dict | None) -> dict:
 @dataclass(frozen=True)
 class Backend:
     name: str
-    script: str | None  # its native worker under environment/workers; None: no worker runs here
+    script: str  # its native worker under environment/workers
     python_setting: str  # the environment variable that names the worker's interpreter
-    default_python: str
+    default_python: Callable[[], str]
     environment: Callable[[str], dict[str, str]]  # interpreter -> what the worker's environment adds
     timeouts: Mapping[str, float]  # seconds per request on the reference hardware
     renders_with_vulkan: bool  # CPU-fallback timeouts and the rendering caveat apply
@@ -70,11 +87,25 @@ class Backend:
     verdict: Callable[[str], dict]  # interpreter -> can it run here, and why not (doctor's check)
 
     def python(self) -> str:
-        return os.environ.get(self.python_setting, self.default_python)
+        return os.environ.get(self.python_setting) or self.default_python()
 
 
 SAPIEN_TIMEOUTS = {"describe": 60.0, "reset": 600.0, "step": 60.0, "close": 30.0}
-SAPIEN_PYTHON = str(ROOT / ".venv-sapien" / "bin" / "python")
+
+
+def _sapien_python() -> str:
+    return str(ROOT / ".venv-sapien" / "bin" / "python")
+
+
+def _simple_python() -> str:
+    checkout = simple_checkout()
+    return str(checkout / ".venv" / "bin" / "python") if checkout else ""
+
+
+def _simple_environment(python: str) -> dict[str, str]:
+    checkout = simple_checkout()
+    return {"RSI_SIMPLE_CHECKOUT": str(checkout or ""), "MUJOCO_GL": mujoco_gl(python) if python else "egl"}
+
 
 BACKENDS: dict[str, Backend] = {
     b.name: b
@@ -83,7 +114,7 @@ BACKENDS: dict[str, Backend] = {
             name="fetch",
             script="fetch_worker.py",
             python_setting="RSI_FETCH_PYTHON",
-            default_python=sys.executable,
+            default_python=lambda: sys.executable,
             environment=lambda python: {"MUJOCO_GL": mujoco_gl(python)},
             timeouts={"describe": 60.0, "reset": 120.0, "step": 30.0, "close": 30.0},
             renders_with_vulkan=False,
@@ -94,7 +125,7 @@ BACKENDS: dict[str, Backend] = {
             name="maniskill2",
             script="sapien_worker.py",
             python_setting="RSI_SAPIEN_PYTHON",
-            default_python=SAPIEN_PYTHON,
+            default_python=_sapien_python,
             environment=lambda python: vulkan_layer_env(),
             timeouts=SAPIEN_TIMEOUTS,
             renders_with_vulkan=True,
@@ -105,22 +136,23 @@ BACKENDS: dict[str, Backend] = {
             name="simpler_env",
             script="sapien_worker.py",
             python_setting="RSI_SAPIEN_PYTHON",
-            default_python=SAPIEN_PYTHON,
+            default_python=_sapien_python,
             environment=lambda python: vulkan_layer_env(),
             timeouts=SAPIEN_TIMEOUTS,
             renders_with_vulkan=True,
             options=_simpler_env_options,
             verdict=doctor.simpler_env_verdict,
         ),
+        # AMO loads its TorchScript controller and runs 60 standing controls inside reset.
         Backend(
             name="simple_humanoid",
-            script=None,
+            script="simple_worker.py",
             python_setting="RSI_SIMPLE_PYTHON",
-            default_python="",
-            environment=lambda python: {},
-            timeouts={},
+            default_python=_simple_python,
+            environment=_simple_environment,
+            timeouts={"describe": 60.0, "reset": 600.0, "step": 60.0, "close": 30.0},
             renders_with_vulkan=False,
-            options=_no_options,
+            options=_simple_humanoid_options,
             verdict=doctor.simple_humanoid_verdict,
         ),
     )
@@ -137,8 +169,6 @@ def backend(benchmark: str) -> Backend:
 def worker_spec(benchmark: str, task_details: Mapping | None = None) -> WorkerSpec:
     """The worker of a benchmark; with a task's catalog details, its request timeouts too."""
     entry = backend(benchmark)
-    if entry.script is None:
-        raise UnknownBenchmark(f"no native worker for {benchmark!r} on this host")
     python = entry.python()
     env = entry.environment(python)
     base = dict(entry.timeouts)

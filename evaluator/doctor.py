@@ -15,7 +15,16 @@ from importlib import metadata
 from pathlib import Path
 
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.worker_env import LAYER_DIR, ROOT, WORKERS_DIR, mujoco_gl, simpler_pins, vulkan_devices, vulkan_layer_env
+from evaluator.worker_env import (
+    LAYER_DIR,
+    ROOT,
+    WORKERS_DIR,
+    mujoco_gl,
+    simple_checkout,
+    simpler_pins,
+    vulkan_devices,
+    vulkan_layer_env,
+)
 
 OPTIX_FILES = ("/usr/share/nvidia/nvoptix.bin",)
 SAPIEN_PROBE = "import sapien.core as s; s.SapienRenderer(offscreen_only=True); print('renderer ok')"
@@ -117,12 +126,30 @@ def simpler_env_verdict(python: str) -> dict:
 
 
 def simple_humanoid_verdict(python: str) -> dict:
-    return {
-        "ready": False,
-        "reason": "no SIMPLE worker on this host: SIMPLE needs its own venv, cuRobo and an "
-        "RTX-class GPU (upstream_simple_facts.md §4-5)",
-        "note": "",
-    }
+    """The SIMPLE worker's own checks that need no SIMPLE import (the checkout, its revision against the
+    pin, the controller weights), run with the checkout's interpreter."""
+    checkout = simple_checkout()
+    if checkout is None:
+        return _verdict(
+            False, "RSI_SIMPLE_CHECKOUT is not set: the pinned SIMPLE checkout (environment/README.md, 'SIMPLE')"
+        )
+    if not Path(python).exists():
+        return _verdict(False, f"no interpreter at {python}: SIMPLE's own .venv (or set RSI_SIMPLE_PYTHON)")
+    catalog = load_catalog("simple_humanoid")
+    files = {name: dict(paths) for name, paths in catalog.settings["inventory"].items()}
+    request = {"pinned_revision": catalog.upstream["simple"]["revision"], "files": {**files["amo"], **files["sonic"]}}
+    result = _run([python, str(WORKERS_DIR / "simple_worker.py"), "--check", str(checkout)], stdin=json.dumps(request))
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        return _verdict(False, f"the SIMPLE worker's check failed: {lines[-1] if lines else result.returncode}")
+    report = json.loads(result.stdout)
+    if report["problems"]:
+        return _verdict(False, "; ".join(report["problems"]))
+    return _verdict(
+        True,
+        f"SIMPLE checkout {checkout} at {report['revision'][:7]}, controller weights as pinned",
+        "AMO tasks only: the SONIC backend is not built yet",
+    )
 
 
 def diagnose(fetch_python: str, sapien: str) -> dict:

@@ -113,6 +113,12 @@ def vulkan_layer_env() -> dict[str, str]:
     return {"VK_LAYER_PATH": str(LAYER_DIR), "VK_INSTANCE_LAYERS": LAYER_NAME}
 
 
+def simple_checkout() -> Path | None:
+    """The pinned SIMPLE checkout RSI_SIMPLE_CHECKOUT names, if any."""
+    raw = os.environ.get("RSI_SIMPLE_CHECKOUT", "").strip()
+    return Path(raw) if raw else None
+
+
 def simpler_pins(catalog) -> dict[str, str]:
     """The upstream revisions the SimplerEnv protocol pins, by installed distribution name."""
     upstream = catalog.provenance["upstream"]

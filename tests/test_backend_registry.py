@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from evaluator import benchmarks
 from evaluator.benchmarks import BACKENDS, benchmark_verdict, reset_options, worker_spec
 from evaluator.protocol import registry
 from evaluator.protocol.catalogs import CATALOG_DIR, SCHEMAS, catalog_benchmarks, load_catalog, load_catalog_file
@@ -68,8 +67,8 @@ def test_without_its_protocol_entry_a_catalog_is_refused(tmp_path):
         worker_spec("other")
 
 
-def test_a_backend_without_a_worker_here_says_so(monkeypatch):
-    assert BACKENDS["simple_humanoid"].script is None
-    with pytest.raises(UnknownBenchmark, match="no native worker for 'simple_humanoid' on this host"):
-        benchmarks.worker_spec("simple_humanoid")
+def test_the_simple_backend_without_its_checkout_is_not_ready_and_says_what_to_set(monkeypatch):
+    monkeypatch.delenv("RSI_SIMPLE_CHECKOUT", raising=False)
+    verdict = benchmark_verdict("simple_humanoid")
+    assert verdict["ready"] is False and "RSI_SIMPLE_CHECKOUT is not set" in verdict["reason"]
     assert registry.benchmark_protocol("simple_humanoid").action_contracts[2].dimension == 36

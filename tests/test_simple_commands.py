@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "environment" / "workers"))  # as the worker runs
 
-from simple_commands import SLOT_JOINTS, amo_command, qpos31, sonic_navigation, upper_body_targets
+from simple_commands import SLOT_JOINTS, amo_command, qpos31, upper_body_targets
 
 from evaluator.protocol.actions import SIMPLE_V2_ACTION
 
@@ -56,11 +56,3 @@ def test_amo_gets_its_eight_numbers_with_its_own_torso_orientation():
     action[28:36] = [0.3, 0.2, 0.1, 0.71, 0.5, -0.2, 1.0, 1.57]  # waist r/p/y, height, vx, vy, turn, heading
     command = amo_command(action, torso_yaw_pitch_roll=(0.01, -0.15, 0.02))
     assert command.tolist() == pytest.approx([0.5, 1.57, -0.2, 0.71 - 0.75, 0.01, -0.15, 0.02, 1.0])
-
-
-def test_sonic_gets_navigation_and_height_unchanged_even_far_outside_any_range():
-    # "Version 2 passes valid finite targets unchanged": 1e3 is a valid finite number
-    action = np.full(36, 1e3)
-    navigate, height = sonic_navigation(action)
-    assert navigate.tolist() == [1e3, 1e3, 1e3, 1e3] and height.tolist() == [1e3]
-    assert set(upper_body_targets(action).values()) == {1e3}

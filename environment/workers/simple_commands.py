@@ -49,8 +49,3 @@ def amo_command(action: np.ndarray, torso_yaw_pitch_roll: tuple[float, float, fl
     yaw, pitch, roll = torso_yaw_pitch_roll
     height = action[HEIGHT] - AMO_STANDING_HEIGHT
     return np.array([action[VX], action[TARGET_YAW], action[VY], height, yaw, pitch, roll, action[TURN]], np.float64)
-
-
-def sonic_navigation(action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SONIC's decoupled-WBC goal: navigate_cmd [vx, vy, turn, target_yaw] and base_height_command [h]."""
-    return np.array(action[VX : TARGET_YAW + 1], dtype=np.float64), np.array([action[HEIGHT]], dtype=np.float64)

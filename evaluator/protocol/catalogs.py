@@ -238,6 +238,11 @@ def _build_simple_humanoid(doc: dict) -> dict:
     fast = _require(doc, "fast_mode", dict, "simple_humanoid")
     for key in ("seed", "dr_level", "released_episode_index"):
         _require(fast, key, int, "fast_mode")
+    inventory = _require(doc, "inventory", dict, "simple_humanoid")
+    for backend_name in backends:
+        for path, digest in _require(inventory, backend_name, dict, "inventory").items():
+            if not (isinstance(digest, str) and 8 <= len(digest) <= 64 and set(digest) <= set("0123456789abcdef")):
+                raise CatalogError(f"inventory {backend_name} {path}: sha256 must be 8-64 hex digits, got {digest!r}")
     return {
         "tasks": tasks,
         "aliases": {},
@@ -248,6 +253,7 @@ def _build_simple_humanoid(doc: dict) -> dict:
             "observation": observation,
             "action": doc.get("action", {}),
             "backends": backends,
+            "inventory": {name: inventory[name] for name in backends},
         },
     }
 

@@ -1,0 +1,281 @@
+"""Native worker for the SIMPLE humanoid tasks: run by the evaluator as `PYTHON simple_worker.py` with
+PYTHON the pinned SIMPLE checkout's own `.venv/bin/python` and RSI_SIMPLE_CHECKOUT that checkout; one
+episode and one backend (AMO or SONIC) per process, speaking wire.py's protocol on stdin/stdout.
+It imports only SIMPLE, its dependencies, numpy and the standard library.
+
+`python simple_worker.py --check CHECKOUT` runs the checks that need no SIMPLE import (the checkout,
+its revision, the files of the inventory given as JSON on stdin) and prints them as JSON: doctor uses it.
+
+The pinned revision 5e3d6f84 could not be read (upstream_simple_facts.md §0): the names this worker
+uses are those of 6a5efa5 (gym ids, ActionCmd, StandStabilizationWrapper, task.robot.joint_names and
+.command, _success) and are checked before any policy call; a missing one is an install error, never
+a guess. The SONIC backend (decoupled WBC) is not built yet: its tasks fail at reset with that reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from simple_commands import ACTION_DIMS, amo_command, qpos31, upper_body_targets
+from wire import NativeError, jsonable, serve_worker
+
+CAMERA = "head_stereo_left"
+RGB_SHAPE = (360, 640, 3)
+# released reset metadata: datasets/lerobot.py:21 replaces this scene uid, the "scene repair"
+SCENE_REPAIR = ("102344280", "scene3")
+# gym.make as SIMPLE's eval CLI calls it for the MP (AMO) tasks (cli/eval.py:233-239), in MuJoCo only:
+# render_hz 50 = 0.1 / physics_dt (g1_wholebody_bend_pick_mp.py:258-260), success_criteria the CLI default.
+MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True, "success_criteria": 0.9}
+AMO_STAND_CONTROLS = 60  # StandStabilizationWrapper(n_stand_steps=60), inside reset
+WAIST = slice(12, 15)  # waist yaw, roll, pitch in the robot's joint order
+
+
+def checkout_revision(root: Path) -> str:
+    """The commit the checkout is at, read from .git (no git binary needed)."""
+    git = root / ".git"
+    if git.is_file():  # a worktree or submodule: "gitdir: PATH"
+        git = (root / git.read_text().split(":", 1)[1].strip()).resolve()
+    head = (git / "HEAD").read_text().strip()
+    if not head.startswith("ref: "):
+        return head
+    ref = head[5:]
+    if (git / ref).exists():
+        return (git / ref).read_text().strip()
+    for line in (git / "packed-refs").read_text().splitlines():
+        if line.endswith(" " + ref):
+            return line.split()[0]
+    raise NativeError("install", f"{root}: HEAD names {ref}, which has no commit")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_inventory(root: Path, pinned_revision: str, files: dict[str, str]) -> dict:
+    """The checkout's revision against the pin and each file against its sha256 (or the leading hex
+    digits of it the facts give). Everything checked is recorded; `problems` lists every mismatch."""
+    problems = []
+    if not (root / "src" / "simple").is_dir():
+        return {"checkout": str(root), "problems": [f"{root} is not a SIMPLE checkout (no src/simple)"], "files": {}}
+    try:
+        revision = checkout_revision(root)
+    except (OSError, IndexError) as exc:
+        revision = None
+        problems.append(f"cannot read the checkout's revision: {exc}")
+    if revision is not None and revision != pinned_revision:
+        problems.append(f"the checkout is at {revision}, not the pinned {pinned_revision}")
+    recorded = {}
+    for relative, expected in files.items():
+        path = root / relative
+        if not path.is_file():
+            recorded[relative] = {"expected": expected, "sha256": None}
+            problems.append(f"{relative} is missing")
+            continue
+        actual = sha256_file(path)
+        recorded[relative] = {"expected": expected, "sha256": actual, "bytes": path.stat().st_size}
+        if not actual.startswith(expected):
+            problems.append(f"{relative} has sha256 {actual[:16]}..., expected {expected[:16]}...")
+    return {"checkout": str(root), "revision": revision, "files": recorded, "problems": problems}
+
+
+def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict, dict]:
+    """The released reset of one task (simple-eval/<task>/level-<level>, episode `index`): its state dict
+    with SIMPLE's own scene repair applied, and the record of what was read."""
+    episodes = root / "data" / "simple-eval" / task / f"level-{level}" / "meta" / "episodes.jsonl"
+    if not episodes.is_file():
+        raise NativeError("install", f"no released reset metadata at {episodes}")
+    lines = episodes.read_text().splitlines()
+    if not 0 <= index < len(lines):
+        raise NativeError("reset", f"{episodes} has {len(lines)} episodes, not an index {index}")
+    line = lines[index]
+    entry = json.loads(line)
+    config = entry["environment_config"]
+    raw = config if isinstance(config, str) else json.dumps(config)
+    repaired = raw.replace(*SCENE_REPAIR)
+    record = {
+        "file": str(episodes.relative_to(root)),
+        "file_sha256": sha256_file(episodes),
+        "episode_index": index,
+        "line_sha256": hashlib.sha256(line.encode()).hexdigest(),
+        "state_dict_sha256": hashlib.sha256(repaired.encode()).hexdigest(),
+        "scene_repaired": repaired != raw,
+        # The metadata's task language has its outer whitespace trimmed; the observation keeps the native one.
+        "metadata_tasks": entry.get("tasks"),
+    }
+    return json.loads(repaired), record
+
+
+def seed_global_generators(seed: int) -> None:
+    """SIMPLE ignores seeds; its randomizers draw from the global generators (dr/manager.py:123-125)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(seed)
+
+
+class SimpleWorker:
+    def __init__(self) -> None:
+        self.env = self.native = None
+        self.backend = self.key = None
+        self.instruction = ""
+        self.controls = 0
+
+    def describe(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        root = _checkout()
+        packages = {}
+        for name in ("mujoco", "numpy", "gymnasium", "torch", "onnxruntime"):
+            try:
+                packages[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                packages[name] = None
+        return {
+            "benchmark": "simple_humanoid",
+            "python": sys.version.split()[0],
+            "checkout": str(root),
+            "revision": checkout_revision(root),
+            "packages": packages,
+            "mujoco_gl": os.environ.get("MUJOCO_GL"),
+        }, {}
+
+    def reset(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        if self.env is not None:
+            raise NativeError("reset", "one episode per worker: this one has been reset already")
+        seed = request["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise NativeError("reset", f"seed must be in [0, 2**32), got {seed!r}")
+        root = _checkout()
+        backend = request["backend"]
+        if backend not in ("amo", "sonic"):
+            raise NativeError("install", f"unknown SIMPLE backend {backend!r}")
+        inventory = check_inventory(root, request["pinned_revision"], request["expected_files"][backend])
+        if inventory["problems"]:
+            raise NativeError("install", "inventory mismatch: " + "; ".join(inventory["problems"]))
+        state_dict, released = released_reset(root, request["task"], request["dr_level"], request["episode_index"])
+        seed_global_generators(seed)
+        if backend == "sonic":  # its decoupled-WBC agent and stabilization loop are not wired yet
+            raise NativeError("install", "this worker runs AMO tasks only so far; SONIC is not built yet")
+        try:
+            import gymnasium as gym
+            import simple.envs  # noqa: F401  (registers the simple/... env ids)
+            from simple.core.action import ActionCmd
+            from simple.envs.wrappers.stand_stabilization import StandStabilizationWrapper
+        except ImportError as exc:
+            raise NativeError("install", f"cannot import SIMPLE from {root}: {exc}") from None
+        self.action_cmd = ActionCmd
+        raw = gym.make(request["env_id"], **MAKE_KWARGS)
+        self.native = raw.unwrapped
+        robot = getattr(getattr(self.native, "task", None), "robot", None)
+        self.joint_names = list(getattr(robot, "joint_names", []))
+        if len(self.joint_names) != 43 or not hasattr(robot, "command") or not hasattr(self.native, "_success"):
+            raise NativeError("install", f"SIMPLE at {inventory['revision']} lacks task.robot.joint_names (43), "
+                              "task.robot.command or _success: this worker follows 6a5efa5")  # fmt: skip
+        self.robot, self.backend, self.key = robot, backend, request["env_id"]
+        counted = _count_controls(self.native)
+        self.env = StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
+        obs, _ = self.env.reset(options={"state_dict": state_dict})
+        initialization = {"backend": backend, "controls": counted.calls, "success_seen": counted.success_seen}
+        if counted.success_seen or bool(self.native._success):
+            # the wrapper clears _success after its stand steps: the counted steps saw it
+            raise NativeError("reset", "native success is already true at reset: an error, never resampled")
+        self.instruction = self.native.task.instruction  # exact, outer whitespace kept
+        reset_info = {"inventory": inventory, "released_reset": released, "initialization": initialization}
+        return {"instruction": self.instruction, "reset_info": jsonable(reset_info), "native_steps": 0}, _public(obs)
+
+    def step(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        action = arrays.get("action")
+        if action is None or action.shape != (ACTION_DIMS,) or not np.all(np.isfinite(action)):
+            raise NativeError("native_runtime", f"refusing malformed action {action!r}")
+        targets = upper_body_targets(action)
+        yaw, pitch, roll = self.robot.command[4:7]  # AMO's own torso state, not the policy's waist targets
+        command = self.action_cmd(
+            "eval_move_actuators",
+            target_qpos={self.joint_names[j]: v for j, v in targets.items() if j >= WAIST.stop},
+            action_command=amo_command(action, (yaw, pitch, roll)).tolist(),
+            waist_qpos={self.joint_names[j]: v for j, v in targets.items() if WAIST.start <= j < WAIST.stop},
+        )
+        obs, reward, terminated, truncated, info = self.env.step(command)
+        self.controls += 1
+        return {
+            # the native step's own flag: no second scorer query (the faucet predicate is stateful)
+            "success": bool(self.native._success),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "reward": float(reward),
+            "instruction": self.instruction,
+            "native_steps": self.controls,
+            "info": {"reward": float(reward)},
+        }, _public(obs)
+
+    def close(self, request: dict, arrays: dict) -> tuple[dict, dict]:
+        if self.env is not None:
+            self.env.close()
+        return {"native_steps": self.controls}, {}
+
+
+class _Counter:
+    calls = 0
+    success_seen = False
+
+
+def _count_controls(native) -> _Counter:
+    """Counts the native env's own control steps (the wrappers' initialization ones included) and whether
+    any of them reported success (terminated is the native success flag)."""
+    counter, step = _Counter(), native.step
+
+    def counted(*args, **kwargs):
+        counter.calls += 1
+        result = step(*args, **kwargs)
+        counter.success_seen = counter.success_seen or bool(result[2])
+        return result
+
+    native.step = counted
+    return counter
+
+
+def _public(obs: dict) -> dict:
+    """The observation allowlist: head_stereo_left as given and the 31 encoders. Nothing else leaves."""
+    rgb = obs[CAMERA]
+    if rgb.dtype != np.uint8 or rgb.shape != RGB_SHAPE:
+        raise NativeError("render", f"{CAMERA} is {rgb.dtype} {rgb.shape}, not uint8 {RGB_SHAPE}")
+    return {"rgb": rgb, "qpos31": qpos31(obs["joint_qpos"])}
+
+
+def _checkout() -> Path:
+    raw = os.environ.get("RSI_SIMPLE_CHECKOUT", "")
+    if not raw:
+        raise NativeError("install", "RSI_SIMPLE_CHECKOUT is not set: the pinned SIMPLE checkout")
+    root = Path(raw)
+    if not (root / "src" / "simple").is_dir():
+        raise NativeError("install", f"RSI_SIMPLE_CHECKOUT={raw} is not a SIMPLE checkout (no src/simple)")
+    return root
+
+
+def main(argv: list[str]) -> None:
+    if argv[1:2] == ["--check"]:
+        if len(argv) != 3:
+            sys.exit("usage: simple_worker.py --check CHECKOUT  (the inventory as JSON on stdin)")
+        request = json.loads(sys.stdin.read())
+        report = check_inventory(Path(argv[2]), request["pinned_revision"], request["files"])
+        print(json.dumps(report))
+        return
+    if len(argv) != 1:
+        sys.exit("usage: simple_worker.py  (the evaluator speaks wire.py on stdin/stdout), or --check CHECKOUT")
+    serve_worker(SimpleWorker())
+
+
+if __name__ == "__main__":
+    main(sys.argv)

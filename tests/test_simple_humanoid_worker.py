@@ -1,0 +1,160 @@
+"""SIMPLE humanoid episodes end to end: the real SIMPLE worker (environment/workers/simple_worker.py), the
+evaluator and its budgets, against a named double of a SIMPLE checkout (tests/doubles/simple_checkout.py):
+SIMPLE itself needs cuRobo, CUDA and assets this machine cannot have (issue 15, Done when, first point).
+The double's interpreter is the evaluator's own, with the double's src/ on PYTHONPATH."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluator.benchmarks import BACKENDS, benchmark_verdict
+from evaluator.policies.base import Policy, PolicyReply
+from evaluator.protocol.catalogs import load_catalog
+from tests.doubles.simple_checkout import build_checkout
+
+BEND_PICK = "G1WholebodyBendPickMP-v0"
+INSTRUCTION = "bend to pick up the cracker box"
+
+
+@pytest.fixture
+def simple_double(tmp_path, monkeypatch, catalogs):
+    """A host with the double checkout at the pinned revision, ready as far as launch goes; its weights are
+    placeholders, so the worker is told their hashes (the catalog holds the real ones)."""
+    revision = load_catalog("simple_humanoid").upstream["simple"]["revision"]
+    root = tmp_path / "SIMPLE"
+    inventory = build_checkout(root, revision, {BEND_PICK: INSTRUCTION})
+    monkeypatch.setenv("RSI_SIMPLE_CHECKOUT", str(root))
+    monkeypatch.setenv("RSI_SIMPLE_PYTHON", sys.executable)
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    entry = BACKENDS["simple_humanoid"]
+    options = entry.options
+    monkeypatch.setitem(
+        BACKENDS,
+        "simple_humanoid",
+        dataclasses.replace(entry, options=lambda *args: {**options(*args), "expected_files": inventory}),
+    )
+    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    return root
+
+
+class Forward(Policy):
+    """Five controls per call: walk forward (vx 1.0) with the left shoulder pitch target at 1e3."""
+
+    def start_episode(self, start):
+        self.seen = []
+
+    def act(self, message):
+        self.seen.append((message.instruction, message.rgb.shape, message.rgb.dtype, dict(message.sensors)))
+        action = [0.0] * 36
+        action[14], action[31], action[32] = 1e3, 0.75, 1.0
+        return PolicyReply({"actions": [action] * 5})
+
+
+@pytest.fixture
+def forward(register_policy):
+    register_policy("forward", Forward)
+    return Forward
+
+
+def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outside_the_budget(
+    simple_double, forward, run_cell
+):
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert attempt.campaign.protocol.protocol_id == "simple-humanoid-development/rgb-qpos31/decision-200-prefix-5/v2"
+    # the counter gains 2 x 0.03 per control while vx > 0.5: 0.24 >= 0.2 at the fourth control
+    assert (attempt.outcome, attempt.success, attempt.environment_steps) == ("success", True, 4)
+    assert (attempt.policy_calls, attempt.first_success_step) == (1, 4)
+    reset = attempt.provenance["reset_info"]
+    # "Initialization controls are outside policy budgets and recorded separately": AMO's 60 stands
+    assert reset["initialization"] == {"backend": "amo", "controls": 60, "success_seen": False}
+    assert (
+        reset["inventory"]["problems"] == []
+        and reset["inventory"]["revision"] == (load_catalog("simple_humanoid").upstream["simple"]["revision"])
+    )
+    assert reset["released_reset"]["episode_index"] == 0 and reset["released_reset"]["scene_repaired"] is True
+
+
+def test_the_policy_sees_the_exact_instruction_the_frame_and_31_encoders_only(simple_double, forward, run_cell):
+    seen = []
+    forward.act = lambda self, message, act=Forward.act: seen.append(message) or act(self, message)
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert attempt.outcome == "success"
+    message = seen[0]
+    assert message.instruction == INSTRUCTION
+    assert (message.rgb.shape, message.rgb.dtype) == ((360, 640, 3), np.uint8)
+    assert set(message.sensors) == {"qpos31"} and message.sensors["qpos31"].shape == (31,)
+
+
+def test_a_valid_1e3_target_reaches_the_native_controller_unchanged(simple_double, register_policy, run_cell):
+    # "Version 2 passes valid finite targets unchanged to the pinned native controller"
+    class Probe(Policy):
+        def start_episode(self, start):
+            self.calls = 0
+
+        def act(self, message):
+            self.calls += 1
+            if self.calls == 2:  # the double moved the joint halfway to its target at each of 5 controls
+                Probe.left_shoulder = float(message.sensors["qpos31"][14])
+                return PolicyReply({"stop": True})
+            action = [0.0] * 36
+            action[14], action[31] = 1e3, 0.75
+            return PolicyReply({"actions": [action] * 5})
+
+    register_policy("probe", Probe)
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="probe", seed=20260907)
+    assert attempt.termination_reason == "policy_stop" and attempt.environment_steps == 5
+    assert Probe.left_shoulder == pytest.approx(1e3 * (1 - 0.5**5), rel=1e-6)
+
+
+def test_success_already_true_while_standing_is_an_error_before_any_policy_call(
+    simple_double, forward, run_cell, monkeypatch
+):
+    monkeypatch.setenv("SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING", "1")
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "reset")
+    assert attempt.policy_calls == 0 and "already true at reset" in attempt.error_detail
+
+
+def test_an_inventory_mismatch_stops_the_episode_before_the_first_policy_call(simple_double, forward, run_cell):
+    (simple_double / "src/simple/robots/policy/amo_jit.pt").write_bytes(b"other weights")
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
+    assert attempt.policy_calls == 0 and "src/simple/robots/policy/amo_jit.pt has sha256" in attempt.error_detail
+
+
+def test_a_crash_of_the_native_runtime_mid_episode_is_an_environment_error(
+    simple_double, forward, run_cell, monkeypatch
+):
+    monkeypatch.setenv("SIMPLE_DOUBLE_CRASH_AT", str(60 + 3))  # the third policy control
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "worker_lost")
+    assert attempt.environment_steps == 2
+
+
+def test_doctor_checks_the_checkout_against_the_catalogs_pin_and_weights(simple_double):
+    verdict = benchmark_verdict("simple_humanoid")
+    # the double's placeholder weights are not the pinned ones: named, file by file
+    assert verdict["ready"] is False
+    assert "src/simple/robots/policy/amo_jit.pt has sha256" in verdict["reason"]
+    assert "expected 6d867ed2dd2261d0..." in verdict["reason"]
+
+
+WORKER = Path(__file__).resolve().parents[1] / "environment" / "workers" / "simple_worker.py"
+
+
+def test_the_workers_own_checks_run_without_simple(tmp_path):
+    # "The worker script has import-time and argument checks that run without SIMPLE installed"
+    request = json.dumps({"pinned_revision": "0" * 40, "files": {"src/simple/robots/policy/amo_jit.pt": "6d867ed2"}})
+    run = subprocess.run(
+        [sys.executable, str(WORKER), "--check", str(tmp_path)], input=request, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and json.loads(run.stdout)["problems"] == [
+        f"{tmp_path} is not a SIMPLE checkout (no src/simple)"
+    ]
+    bad = subprocess.run([sys.executable, str(WORKER), "--check"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "usage: simple_worker.py --check CHECKOUT" in bad.stderr
