@@ -55,6 +55,7 @@ def _simple_humanoid_options(task, catalog, full_cell: dict | None) -> dict:
         "backend": task.details["backend"],
         "dr_level": fast["dr_level"],
         "episode_index": fast["released_episode_index"],
+        "max_initialization_controls": catalog.settings["backends"]["sonic"]["max_initialization_controls"],
         "pinned_revision": catalog.upstream["simple"]["revision"],
         "expected_files": plain(catalog.settings["inventory"]),
     }

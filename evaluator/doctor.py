@@ -148,7 +148,7 @@ def simple_humanoid_verdict(python: str) -> dict:
     return _verdict(
         True,
         f"SIMPLE checkout {checkout} at {report['revision'][:7]}, controller weights as pinned",
-        "AMO tasks only: the SONIC backend is not built yet",
+        "MuJoCo only (no Isaac renders); SONIC's WBC interpolates on wall-clock deadlines, as upstream's does",
     )
 
 

@@ -19,6 +19,15 @@ from tests.doubles.simple_checkout import build_checkout
 
 BEND_PICK = "G1WholebodyBendPickMP-v0"
 INSTRUCTION = "bend to pick up the cracker box"
+FAUCET = "G1WholebodyOpenFaucetTeleop-v0"
+BETWEEN_TABLES = "G1WholebodyLocomotionPickBetweenTablesTeleop-v0"
+# the native language of this task starts with a space (upstream_simple_facts.md §1)
+BETWEEN_TABLES_INSTRUCTION = " pick up the apple from table1,locomotion to table2,and place  on table2."
+TASKS = {
+    BEND_PICK: (INSTRUCTION, "amo"),
+    FAUCET: ("move forward to the faucet and open it", "sonic"),
+    BETWEEN_TABLES: (BETWEEN_TABLES_INSTRUCTION, "sonic"),
+}
 
 
 @pytest.fixture
@@ -27,7 +36,7 @@ def simple_double(tmp_path, monkeypatch, catalogs):
     placeholders, so the worker is told their hashes (the catalog holds the real ones)."""
     revision = load_catalog("simple_humanoid").upstream["simple"]["revision"]
     root = tmp_path / "SIMPLE"
-    inventory = build_checkout(root, revision, {BEND_PICK: INSTRUCTION})
+    inventory = build_checkout(root, revision, TASKS)
     monkeypatch.setenv("RSI_SIMPLE_CHECKOUT", str(root))
     monkeypatch.setenv("RSI_SIMPLE_PYTHON", sys.executable)
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))
@@ -43,7 +52,8 @@ def simple_double(tmp_path, monkeypatch, catalogs):
 
 
 class Forward(Policy):
-    """Five controls per call: walk forward (vx 1.0) with the left shoulder pitch target at 1e3."""
+    """Five controls per call: walk forward (vx 1.0) with the left shoulder pitch target at 1e3 and the right
+    thumb closed (1.0): what the double's AMO and faucet predicates reward."""
 
     def start_episode(self, start):
         self.seen = []
@@ -51,7 +61,7 @@ class Forward(Policy):
     def act(self, message):
         self.seen.append((message.instruction, message.rgb.shape, message.rgb.dtype, dict(message.sensors)))
         action = [0.0] * 36
-        action[14], action[31], action[32] = 1e3, 0.75, 1.0
+        action[7], action[14], action[31], action[32] = 1.0, 1e3, 0.75, 1.0
         return PolicyReply({"actions": [action] * 5})
 
 
@@ -158,3 +168,45 @@ def test_the_workers_own_checks_run_without_simple(tmp_path):
     ]
     bad = subprocess.run([sys.executable, str(WORKER), "--check"], capture_output=True, text=True)
     assert bad.returncode == 1 and "usage: simple_worker.py --check CHECKOUT" in bad.stderr
+
+
+def test_a_sonic_episode_stabilizes_outside_the_budget_then_succeeds_on_consecutive_controls(
+    simple_double, forward, run_cell
+):
+    attempt = run_cell(benchmark="simple_humanoid", task=FAUCET, policy="forward", seed=20260907)
+    # the faucet counter: two increments of 0.03 per control while held, success at 0.2: the fourth control
+    assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("success", 4, 1)
+    initialization = attempt.provenance["reset_info"]["initialization"]
+    assert initialization == {"backend": "sonic", "controls": 100, "success_seen": False}
+
+
+def test_an_unstable_sonic_start_is_an_error_before_any_policy_call(simple_double, forward, run_cell, monkeypatch):
+    monkeypatch.setenv("SIMPLE_DOUBLE_UNSTABLE", "1")
+    attempt = run_cell(benchmark="simple_humanoid", task=FAUCET, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "reset", 0)
+    assert "did not stabilize within 300 controls" in attempt.error_detail
+
+
+class StandStill(Policy):
+    def start_episode(self, start):
+        self.instructions = set()
+
+    def act(self, message):
+        StandStill.instruction = message.instruction
+        return PolicyReply({"actions": [[0.0] * 31 + [0.75, 0.0, 0.0, 0.0, 0.0]] * 5})
+
+
+def test_the_1000_control_cap_ends_the_1200_control_task_and_the_instruction_keeps_its_space(
+    simple_double, register_policy, run_cell
+):
+    # "The 1000-control track ... shortens the 1200-control task; record both values and the difference"
+    register_policy("stand-still", StandStill)
+    attempt = run_cell(
+        benchmark="simple_humanoid", task=BETWEEN_TABLES, policy="stand-still", seed=20260907, task_scope="released-12"
+    )
+    assert (attempt.outcome, attempt.termination_reason) == ("task_failure", "call_budget")
+    assert (attempt.environment_steps, attempt.policy_calls) == (1000, 200)
+    assert (attempt.budget["native_horizon"], attempt.budget["max_executable_steps"]) == (1200, 1000)
+    # "Episode metadata trims outer instruction whitespace; native/public observations preserve it."
+    assert StandStill.instruction == BETWEEN_TABLES_INSTRUCTION
+    assert attempt.provenance["reset_info"]["released_reset"]["metadata_tasks"] == [BETWEEN_TABLES_INSTRUCTION.strip()]

@@ -9,7 +9,8 @@ its revision, the files of the inventory given as JSON on stdin) and prints them
 The pinned revision 5e3d6f84 could not be read (upstream_simple_facts.md §0): the names this worker
 uses are those of 6a5efa5 (gym ids, ActionCmd, StandStabilizationWrapper, task.robot.joint_names and
 .command, _success) and are checked before any policy call; a missing one is an install error, never
-a guess. The SONIC backend (decoupled WBC) is not built yet: its tasks fail at reset with that reason.
+a guess. SONIC runs the decoupled WBC through SIMPLE's own agent (SonicDecoupledWbcAgent), as its
+psi0_decoupled_wbc baseline does; its interpolation deadlines are wall-clock, as upstream's are.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import json
 import os
 import random
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-from simple_commands import ACTION_DIMS, amo_command, qpos31, upper_body_targets
+from simple_commands import ACTION_DIMS, HEIGHT, TARGET_YAW, VX, amo_command, qpos31, upper_body_targets
 from wire import NativeError, jsonable, serve_worker
 
 CAMERA = "head_stereo_left"
@@ -34,6 +36,8 @@ SCENE_REPAIR = ("102344280", "scene3")
 # render_hz 50 = 0.1 / physics_dt (g1_wholebody_bend_pick_mp.py:258-260), success_criteria the CLI default.
 MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True, "success_criteria": 0.9}
 AMO_STAND_CONTROLS = 60  # StandStabilizationWrapper(n_stand_steps=60), inside reset
+# The Teleop (SONIC) tasks as eval_decoupled_wbc builds them (:255-277): no success_criteria override.
+SONIC_MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True}
 WAIST = slice(12, 15)  # waist yaw, roll, pitch in the robot's joint order
 
 
@@ -166,30 +170,38 @@ class SimpleWorker:
             raise NativeError("install", "inventory mismatch: " + "; ".join(inventory["problems"]))
         state_dict, released = released_reset(root, request["task"], request["dr_level"], request["episode_index"])
         seed_global_generators(seed)
-        if backend == "sonic":  # its decoupled-WBC agent and stabilization loop are not wired yet
-            raise NativeError("install", "this worker runs AMO tasks only so far; SONIC is not built yet")
         try:
             import gymnasium as gym
             import simple.envs  # noqa: F401  (registers the simple/... env ids)
             from simple.core.action import ActionCmd
-            from simple.envs.wrappers.stand_stabilization import StandStabilizationWrapper
         except ImportError as exc:
             raise NativeError("install", f"cannot import SIMPLE from {root}: {exc}") from None
         self.action_cmd = ActionCmd
-        raw = gym.make(request["env_id"], **MAKE_KWARGS)
+        self.sonic_config = _sonic_config() if backend == "sonic" else None
+        make_kwargs = (
+            dict(MAKE_KWARGS) if backend == "amo" else {**SONIC_MAKE_KWARGS, "sonic_config": self.sonic_config}
+        )
+        raw = gym.make(request["env_id"], **make_kwargs)
         self.native = raw.unwrapped
         robot = getattr(getattr(self.native, "task", None), "robot", None)
         self.joint_names = list(getattr(robot, "joint_names", []))
-        if len(self.joint_names) != 43 or not hasattr(robot, "command") or not hasattr(self.native, "_success"):
-            raise NativeError("install", f"SIMPLE at {inventory['revision']} lacks task.robot.joint_names (43), "
-                              "task.robot.command or _success: this worker follows 6a5efa5")  # fmt: skip
+        if len(self.joint_names) != 43 or not hasattr(self.native, "_success"):
+            raise NativeError("install", f"SIMPLE at {inventory['revision']} lacks task.robot.joint_names (43) "
+                              "or _success: this worker follows 6a5efa5")  # fmt: skip
         self.robot, self.backend, self.key = robot, backend, request["env_id"]
         counted = _count_controls(self.native)
-        self.env = StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
-        obs, _ = self.env.reset(options={"state_dict": state_dict})
+        if backend == "amo":
+            from simple.envs.wrappers.stand_stabilization import StandStabilizationWrapper
+
+            self.env = StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
+            obs, _ = self.env.reset(options={"state_dict": state_dict})
+        else:
+            self.env = raw
+            obs, _ = self.env.reset(options={"state_dict": state_dict})
+            obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted)
         initialization = {"backend": backend, "controls": counted.calls, "success_seen": counted.success_seen}
         if counted.success_seen or bool(self.native._success):
-            # the wrapper clears _success after its stand steps: the counted steps saw it
+            # the AMO wrapper clears _success after its stand steps: the counted steps saw it
             raise NativeError("reset", "native success is already true at reset: an error, never resampled")
         self.instruction = self.native.task.instruction  # exact, outer whitespace kept
         reset_info = {"inventory": inventory, "released_reset": released, "initialization": initialization}
@@ -199,14 +211,7 @@ class SimpleWorker:
         action = arrays.get("action")
         if action is None or action.shape != (ACTION_DIMS,) or not np.all(np.isfinite(action)):
             raise NativeError("native_runtime", f"refusing malformed action {action!r}")
-        targets = upper_body_targets(action)
-        yaw, pitch, roll = self.robot.command[4:7]  # AMO's own torso state, not the policy's waist targets
-        command = self.action_cmd(
-            "eval_move_actuators",
-            target_qpos={self.joint_names[j]: v for j, v in targets.items() if j >= WAIST.stop},
-            action_command=amo_command(action, (yaw, pitch, roll)).tolist(),
-            waist_qpos={self.joint_names[j]: v for j, v in targets.items() if WAIST.start <= j < WAIST.stop},
-        )
+        command = self._amo_command(action) if self.backend == "amo" else self._sonic_command(action)
         obs, reward, terminated, truncated, info = self.env.step(command)
         self.controls += 1
         return {
@@ -219,6 +224,65 @@ class SimpleWorker:
             "native_steps": self.controls,
             "info": {"reward": float(reward)},
         }, _public(obs)
+
+    def _amo_command(self, action: np.ndarray):
+        targets = upper_body_targets(action)
+        yaw, pitch, roll = self.robot.command[4:7]  # AMO's own torso state, not the policy's waist targets
+        return self.action_cmd(
+            "eval_move_actuators",
+            target_qpos={self.joint_names[j]: v for j, v in targets.items() if j >= WAIST.stop},
+            action_command=amo_command(action, (yaw, pitch, roll)).tolist(),
+            waist_qpos={self.joint_names[j]: v for j, v in targets.items() if WAIST.start <= j < WAIST.stop},
+        )
+
+    def _stabilize_sonic(self, obs: dict, limit: int, counted) -> dict:
+        """eval_decoupled_wbc's start (:336-390): the WBC agent reset, its RL lower body engaged, then at most
+        `limit` controls ramping to the WBC default pose until the robot reports itself stable; an unstable
+        start is an error here (upstream goes on regardless). Not paced to wall-clock time."""
+        import torch
+        from simple.agents.sonic_decoupled_wbc_agent import SonicDecoupledWbcAgent
+
+        self.agent = SonicDecoupledWbcAgent(self.robot, self.sonic_config)
+        self.agent.reset()
+        self.agent._wbc_policy.lower_body_policy.use_policy_action = True
+        while not self.robot.stabilized and counted.calls < limit:
+            obs, *_ = self.native.step(self.agent.get_stabilize_action(obs))
+            self.native.update_reward()
+        if not self.robot.stabilized:
+            raise NativeError("reset", f"SONIC did not stabilize within {limit} controls: an unstable start")
+        self.agent._wbc_policy.lower_body_policy.gait_indices = torch.zeros((1), dtype=torch.float32)
+        model = self.agent._dwbc_robot_model
+        upper = model.get_joint_group_indices("upper_body")
+        self.sonic_upper_joints = [name for name, index in model.joint_to_dof_index.items() if index in upper]
+        return obs
+
+    def _sonic_command(self, action: np.ndarray):
+        """The upper-body targets, [vx, vy, turn, target_yaw] and the height as the decoupled WBC's goal, as
+        psi0_decoupled_wbc builds it (:109-144); its output is SONIC's native `decoupled_wbc` command."""
+        targets = {self.joint_names[j]: v for j, v in upper_body_targets(action).items()}
+        missing = [name for name in self.sonic_upper_joints if name not in targets]
+        if missing:
+            raise NativeError("native_runtime", f"the WBC's upper body names joints RSI does not: {missing}")
+        agent, model = self.agent, self.agent._dwbc_robot_model
+        agent._wbc_policy.set_observation(agent._build_wbc_observation(self.robot.prepare_obs()))
+        now, period = time.monotonic(), 1 / agent._control_frequency  # upstream's wall-clock interpolation
+        agent._wbc_policy.set_goal(
+            {
+                "target_upper_body_pose": np.array([targets[name] for name in self.sonic_upper_joints], np.float32),
+                "navigate_cmd": np.array(action[VX : TARGET_YAW + 1], np.float64),
+                "base_height_command": np.array(action[HEIGHT : HEIGHT + 1], np.float64),
+                "target_time": now + period,
+                "interpolation_garbage_collection_time": now - 2 * period,
+                "timestamp": now,
+            }
+        )
+        q = agent._wbc_policy.get_action(time=now)["q"]
+        return self.action_cmd(
+            "decoupled_wbc",
+            target_q=model.get_body_actuated_joints(q),
+            left_hand_q=model.get_hand_actuated_joints(q, side="left"),
+            right_hand_q=model.get_hand_actuated_joints(q, side="right"),
+        )
 
     def close(self, request: dict, arrays: dict) -> tuple[dict, dict]:
         if self.env is not None:
@@ -252,6 +316,17 @@ def _public(obs: dict) -> dict:
     if rgb.dtype != np.uint8 or rgb.shape != RGB_SHAPE:
         raise NativeError("render", f"{CAMERA} is {rgb.dtype} {rgb.shape}, not uint8 {RGB_SHAPE}")
     return {"rgb": rgb, "qpos31": qpos31(obs["joint_qpos"])}
+
+
+def _sonic_config() -> dict:
+    """The decoupled WBC's settings as eval_decoupled_wbc makes them (:114-122): SimLoopConfig's defaults."""
+    try:
+        from gear_sonic.utils.mujoco_sim.configs import SimLoopConfig
+    except ImportError as exc:
+        raise NativeError("install", f"cannot import gear_sonic for the SONIC backend: {exc}") from None
+    config = SimLoopConfig().load_wbc_yaml()
+    config["ENV_NAME"] = "simple"
+    return config
 
 
 def _checkout() -> Path:

@@ -10,9 +10,13 @@ stand); `eval_move_actuators` with targets by joint name; reset from a released 
 must be the task's and whose scene uid must have been repaired; observations `joint_qpos` (43, float32)
 and `head_stereo_left`/`_right` (360x640x3 uint8); a stateful success counter that, like the faucet
 predicate, gains two increments per control while its condition holds and falls to zero when it does not
-(here the condition is a forward velocity command above 0.5); `terminated` = success. What it is not: a
-humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the process at
-control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand.
+(AMO tasks: a forward velocity command above 0.5; SONIC tasks: the right thumb closed past 0.7, with the
+faucet's criterion 0.2); `terminated` = success; for SONIC, `sonic_config` at gym.make, the robot's
+`stabilized` after 100 checks, `update_reward`, `decoupled_wbc` commands (29 + 7 + 7), and
+`SonicDecoupledWbcAgent` with a pass-through WBC (gear_sonic's SimLoopConfig beside it). What it is
+not: a humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the process at
+control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand;
+SIMPLE_DOUBLE_UNSTABLE=1 keeps a SONIC robot from ever reporting itself stable.
 """
 
 from __future__ import annotations
@@ -46,22 +50,49 @@ class Robot:
 
     def __init__(self):
         self.command = [0.0] * 8
+        self.checks = 0
+
+
+class SonicRobot(Robot):
+    """G1Sonic's start: stable once the floating base is still after at least 100 checks."""
+
+    def __init__(self):
+        super().__init__()
+        self.checks = 0
+
+    @property
+    def stabilized(self):
+        return self.checks >= 100 and os.environ.get("SIMPLE_DOUBLE_UNSTABLE") != "1"
+
+    def prepare_obs(self):
+        return {
+            "body_q": np.zeros(29), "body_dq": np.zeros(29),
+            "floating_base_pose": np.array([0, 0, 0.74, 1, 0, 0, 0.0]), "floating_base_vel": np.zeros(6),
+        }
 
 
 class Task:
-    def __init__(self, uid, instruction, criteria):
+    def __init__(self, uid, instruction, criteria, backend):
         self.uid, self.instruction, self.success_criteria = uid, instruction, criteria
-        self.robot = Robot()
+        self.robot = Robot() if backend == "amo" else SonicRobot()
         self.metadata = {"success_criteria": criteria}
 
 
 class LocoManipulationEnvDouble(gymnasium.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, uid, sim_mode="mujoco_isaac", render_hz=50, headless=False, success_criteria=0.9):
+    def __init__(self, uid, sim_mode="mujoco_isaac", render_hz=50, headless=False, **kwargs):
         if sim_mode not in SIM_MODES:
             raise ValueError(f"sim_mode must be one of {SIM_MODES}")
-        self.task = Task(uid, TASKS[uid], success_criteria)
+        instruction, backend = TASKS[uid]
+        if backend == "sonic":  # SonicLocoManipEnv takes the WBC's settings; 0.2 is the faucet's own criterion
+            (config,) = kwargs.values()
+            assert set(kwargs) == {"sonic_config"} and config["SIMULATE_DT"] == 0.005, kwargs
+            criteria = 0.2
+        else:
+            (criteria,) = kwargs.values()
+            assert set(kwargs) == {"success_criteria"}, kwargs
+        self.task = Task(uid, instruction, criteria, backend)
         self.observation_space = gymnasium.spaces.Dict({})
         self.action_space = gymnasium.spaces.Dict({})
         self._success = False
@@ -76,6 +107,7 @@ class LocoManipulationEnvDouble(gymnasium.Env):
         if "102344280" in state["scene"]:
             raise FileNotFoundError(f"no scene {state['scene']}: the released metadata needs its scene repair")
         self._success, self._counter, self.step_count = False, 0.0, 0
+        self.task.robot.checks = 0
         self._qpos = np.asarray(state["joint_qpos"], dtype=np.float32).copy()
         return self._obs(), {}
 
@@ -87,6 +119,9 @@ class LocoManipulationEnvDouble(gymnasium.Env):
         image[:, column, 2] = 255
         right = image[:, ::-1].copy()
         return {"joint_qpos": self._qpos.copy(), "head_stereo_left": image, "head_stereo_right": right}
+
+    def update_reward(self):  # eval_decoupled_wbc calls it after each stabilization step
+        pass
 
     def _increment(self, holds):
         self._counter = self._counter + 0.03 if holds else 0.0  # compute_reward: consecutive steps only
@@ -115,11 +150,18 @@ class LocoManipulationEnvDouble(gymnasium.Env):
                 index = WHOLE_BODY_JOINTS.index(name)
                 self._qpos[index] += np.float32(0.5 * (value - self._qpos[index]))
             holds = command[0] > 0.5
+        elif action.type == "decoupled_wbc":
+            target_q, left, right = action["target_q"], action["left_hand_q"], action["right_hand_q"]
+            if (np.shape(target_q), np.shape(left), np.shape(right)) != ((29,), (7,), (7,)):
+                raise ValueError("decoupled_wbc takes target_q (29), left_hand_q (7) and right_hand_q (7)")
+            self._qpos[:29] += np.float32(0.5) * (np.asarray(target_q, np.float32) - self._qpos[:29])
+            robot.checks += 1
+            holds = right[0] > 0.7  # the faucet: turned by the right thumb, held
         else:
             raise ValueError(f"unknown ActionCmd type {action.type!r}")
         self._increment(holds)  # step() calls compute_reward, then check_success calls it again
         self._increment(holds)
-        self._success = self._counter >= 0.2
+        self._success = self._counter >= self.task.success_criteria
         self.step_count += 1
         return self._obs(), float(self._success), self._success, False, {}
 '''
@@ -162,6 +204,90 @@ class StandStabilizationWrapper(gym.Wrapper):
         return observation, info
 '''
 
+AGENT = '''"""Double of simple.agents.sonic_decoupled_wbc_agent (tests/doubles/simple_checkout.py): the decoupled
+WBC as a pass-through of its goal (upper body by the WBC's own joint names, hands included)."""
+import numpy as np
+
+from simple.core.action import ActionCmd
+from simple.double_env import WHOLE_BODY_JOINTS
+
+UPPER = WHOLE_BODY_JOINTS[15:]  # arms and hands: the waist stays with the lower body (enable_waist False)
+
+
+class RobotModel:
+    joint_to_dof_index = {name: index for index, name in enumerate(WHOLE_BODY_JOINTS)}
+
+    def get_joint_group_indices(self, group):
+        assert group == "upper_body"
+        return [self.joint_to_dof_index[name] for name in UPPER]
+
+    def get_initial_upper_body_pose(self):
+        return np.zeros(len(UPPER), np.float32)
+
+    def get_body_actuated_joints(self, q):
+        return q[:29].copy()
+
+    def get_hand_actuated_joints(self, q, side):
+        return q[29:36].copy() if side == "left" else q[36:43].copy()
+
+
+class LowerBody:
+    use_policy_action = False
+    gait_indices = None
+
+
+class WbcPolicy:
+    def __init__(self):
+        self.lower_body_policy = LowerBody()
+        self.goal = self.observation = None
+
+    def reset(self, init_time):
+        self.goal = None
+
+    def set_observation(self, observation):
+        assert {"q", "dq", "floating_base_pose", "floating_base_vel"} <= set(observation)
+        self.observation = observation
+
+    def set_goal(self, goal):
+        pose = goal["target_upper_body_pose"]
+        assert pose.dtype == np.float32 and pose.shape == (len(UPPER),), (pose.dtype, pose.shape)
+        assert np.shape(goal["navigate_cmd"]) == (4,) and np.shape(goal["base_height_command"]) == (1,)
+        assert goal["target_time"] > goal["timestamp"] > goal["interpolation_garbage_collection_time"]
+        self.goal = goal
+
+    def get_action(self, time):
+        q = np.zeros(43)
+        q[15:] = self.goal["target_upper_body_pose"]
+        return {"q": q}
+
+
+class SonicDecoupledWbcAgent:
+    def __init__(self, robot, sonic_config):
+        self.robot, self.sim_dt = robot, sonic_config["SIMULATE_DT"]
+        self._dwbc_robot_model = RobotModel()
+        self._wbc_policy = WbcPolicy()
+        self._control_frequency = 50
+
+    def reset(self, **kwargs):
+        self._wbc_policy.reset(init_time=0.0)
+
+    def _build_wbc_observation(self, sim_obs):
+        return {"q": np.zeros(43), "dq": np.zeros(43), "floating_base_pose": sim_obs["floating_base_pose"],
+                "floating_base_vel": sim_obs["floating_base_vel"]}
+
+    def get_stabilize_action(self, observation):
+        q = np.zeros(43)
+        return ActionCmd("decoupled_wbc", target_q=q[:29], left_hand_q=q[29:36], right_hand_q=q[36:43])
+'''
+
+SONIC_CONFIG = '''"""Double of gear_sonic.utils.mujoco_sim.configs (tests/doubles/simple_checkout.py)."""
+
+
+class SimLoopConfig:
+    def load_wbc_yaml(self):
+        return {"SIMULATE_DT": 0.005}
+'''
+
 REGISTER = '''"""Double of simple.envs (tests/doubles/simple_checkout.py): the gym ids."""
 import gymnasium
 
@@ -175,8 +301,9 @@ for uid in TASKS:
 '''
 
 
-def build_checkout(root: Path, revision: str, tasks: dict[str, str], episodes: int = 10) -> dict[str, dict]:
-    """Write the double under `root`: a checkout at `revision` with `tasks` ({uid: native instruction}) and
+def build_checkout(root: Path, revision: str, tasks: dict[str, tuple[str, str]], episodes: int = 10) -> dict:
+    """Write the double under `root`: a checkout at `revision` with `tasks` ({uid: (native instruction,
+    backend)}) and
     their released resets. Returns its inventory ({backend: {path: sha256}}): its weights are placeholders,
     so the catalog's hashes of the real ones cannot match them."""
     import hashlib
@@ -186,8 +313,15 @@ def build_checkout(root: Path, revision: str, tasks: dict[str, str], episodes: i
     package = root / "src" / "simple"
     for sub in ("core", "envs/wrappers", "robots/policy"):
         (package / sub).mkdir(parents=True, exist_ok=True)
-    for init in ("", "core", "envs/wrappers", "robots", "robots/policy"):
+    for init in ("", "core", "envs/wrappers", "robots", "robots/policy", "agents"):
+        (package / init).mkdir(parents=True, exist_ok=True)
         (package / init / "__init__.py").touch()
+    (package / "agents" / "sonic_decoupled_wbc_agent.py").write_text(AGENT)
+    configs = root / "src" / "gear_sonic" / "utils" / "mujoco_sim"  # a submodule installed into SIMPLE's venv
+    configs.mkdir(parents=True)
+    for level in (configs.parents[1], configs.parent, configs):
+        (level / "__init__.py").touch()
+    (configs / "configs.py").write_text(SONIC_CONFIG)
     (package / "double_env.py").write_text(ENV_DOUBLE.replace("__TASKS__", repr(tasks)))
     (package / "core" / "action.py").write_text(ACTION_CMD)
     (package / "envs" / "__init__.py").write_text(REGISTER)
@@ -197,7 +331,7 @@ def build_checkout(root: Path, revision: str, tasks: dict[str, str], episodes: i
         path = package / "robots" / "policy" / name
         path.write_bytes(f"double of {name}".encode())
         inventory["amo"][str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    for uid, instruction in tasks.items():
+    for uid, (instruction, _) in tasks.items():
         meta = root / "data" / "simple-eval" / uid / "level-0" / "meta"
         meta.mkdir(parents=True)
         lines = []
