@@ -544,6 +544,7 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
         {
             "attempt": attempt,
             "contract": _contract(attempt).describe(),
+            "action_groups": _action_groups(_contract(attempt)),
             "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
         },
     )
@@ -560,6 +561,9 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
             "fps": frames["fps"] if frames else None,
             "frames": [f["step"] for f in frames["frames"]] if frames else [],
             "action_components": list(_contract(attempt).component_names),
+            "action_groups": _action_groups(_contract(attempt)),
+            "gripper": _contract(attempt).gripper,
+            "initialization": (attempt.provenance.get("reset_info") or {}).get("initialization"),
             "steps": list(
                 attempt.steps.order_by("index").values(
                     "index", "decision__index", "action", "native_success", "terminated", "truncated", "instruction"
@@ -605,6 +609,10 @@ def _sent_files(attempt: Attempt) -> dict[int, list[str]]:
         call = int(artifact.name.split("/")[-1][len("call-") :].split(".", 1)[0])
         sent.setdefault(call, []).append(artifact.name)
     return sent
+
+
+def _action_groups(contract: ActionContract) -> list[dict]:
+    return [{"label": label, "components": list(components)} for label, components in contract.display_groups]
 
 
 def _contract(attempt: Attempt) -> ActionContract:

@@ -196,6 +196,8 @@ def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(clust
                 victim = lost[0][0]
             else:  # it finished just before the kill: start another worker and try again
                 workers.append(Worker(tmp, env, f"simpler-{len(workers)}", queue="rsi.simpler_env"))
+        # The rest runs over two workers again: the survivor and one started in the killed one's place.
+        workers.append(Worker(tmp, env, f"simpler-{len(workers)}", queue="rsi.simpler_env"))
         reaped = []
         wait(lambda: reaped.extend(json.loads(manage(env, "reap", "--limit", "5", "--json"))["closed"]) or reaped,
              60, "the reaper")  # fmt: skip

@@ -26,6 +26,10 @@ class ActionContract:
     name: str
     component_names: tuple[str, ...]
     bounds: tuple[Bounds, ...]  # one per component; None = any finite number
+    # How pages draw an action, never part of what a policy is told: named groups of component indices
+    # (one trace band each) and the component drawn as a gripper row, if there is one.
+    display_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    gripper: int | None = None
 
     @property
     def dimension(self) -> int:
@@ -49,12 +53,16 @@ SIMPLER_ENV_ACTION = ActionContract(
     name="simpler_env/ee-delta-rotvec-gripper/v1",
     component_names=("dx", "dy", "dz", "rotation_vector_x", "rotation_vector_y", "rotation_vector_z", "gripper"),
     bounds=((-1.0, 1.0),) * 3 + ((-_HALF_PI, _HALF_PI),) * 3 + ((-1.0, 1.0),),
+    display_groups=(("end effector", tuple(range(6))),),
+    gripper=6,
 )
 
 FETCH_ACTION = ActionContract(
     name="fetch/ee-delta-position-gripper/v1",
     component_names=("dx", "dy", "dz", "gripper"),
     bounds=((-1.0, 1.0),) * 4,
+    display_groups=(("end effector", (0, 1, 2)),),
+    gripper=3,
 )
 
 # ManiSkill2's pd_ee_delta_pose: normalized translation and axis-angle rotation, then the gripper.
@@ -62,6 +70,8 @@ MANISKILL2_ACTION = ActionContract(
     name="maniskill2/pd-ee-delta-pose-normalized/v1",
     component_names=("dx", "dy", "dz", "rotation_x", "rotation_y", "rotation_z", "gripper"),
     bounds=((-1.0, 1.0),) * 7,
+    display_groups=(("end effector", tuple(range(6))),),
+    gripper=6,
 )
 
 SIMPLE_JOINT_SLOTS = (
@@ -76,10 +86,19 @@ SIMPLE_JOINT_SLOTS = (
 )
 SIMPLE_COMMAND_SLOTS = ("base_height", "forward_velocity", "lateral_velocity", "turning", "target_heading")
 
+# The legs take no joint targets: the locomotion command (height, velocities, turning, heading) drives them.
+SIMPLE_BODY_PARTS = (
+    ("legs: locomotion command", tuple(range(31, 36))),
+    ("torso", (28, 29, 30)),
+    ("arms", tuple(range(14, 28))),
+    ("hands", tuple(range(14))),
+)
+
 SIMPLE_V2_ACTION = ActionContract(
     name="simple_humanoid/physical-36/v2",
     component_names=SIMPLE_JOINT_SLOTS + SIMPLE_COMMAND_SLOTS,
     bounds=(None,) * 36,
+    display_groups=SIMPLE_BODY_PARTS,
 )
 
 
@@ -94,6 +113,7 @@ def simple_v1_contract(joint_ranges: Sequence[tuple[float, float]]) -> ActionCon
         name="simple_humanoid/physical-36/v1",
         component_names=SIMPLE_V2_ACTION.component_names,
         bounds=tuple((float(lo), float(hi)) for lo, hi in joint_ranges) + (None,) * len(SIMPLE_COMMAND_SLOTS),
+        display_groups=SIMPLE_BODY_PARTS,
     )
 
 

@@ -67,6 +67,15 @@
     $("live-log").prepend(item);
   }
 
+  // The executed action by the contract's groups (a humanoid's 36 numbers by body part), the rest as given.
+  const groups = JSON.parse(document.getElementById("action-groups").textContent);
+  function grouped(action) {
+    const shown = new Set(groups.flatMap((g) => g.components));
+    const parts = groups.map((g) => `${g.label}: ${g.components.map((i) => action[i].toFixed(3)).join(", ")}`);
+    const rest = action.map((v, i) => [v, i]).filter(([, i]) => !shown.has(i)).map(([v]) => v.toFixed(3));
+    return groups.length > 1 ? parts.join(" · ") + (rest.length ? " · " + rest.join(", ") : "") : action.map((v) => v.toFixed(3)).join(", ");
+  }
+
   function event(e) {
     latencies.push(Date.now() - e.t);
     if (e.kind === "step") {
@@ -74,7 +83,7 @@
       root.dataset.step = e.step;
       counters(e.counters);
       $("live-instruction").textContent = e.instruction;
-      if (e.action) $("live-action").textContent = e.action.map((v) => v.toFixed(3)).join(", ") + (e.actor === "human" ? " (human)" : "");
+      if (e.action) $("live-action").textContent = grouped(e.action) + (e.actor === "human" ? " (human)" : "");
       if (e.chunk) $("live-chunk").textContent = JSON.stringify(e.chunk);
       if (e.decision) $("live-decision").textContent = `#${e.decision} (${e.actor})`;
       $("live-latency").textContent = e.latency_ms != null ? e.latency_ms.toFixed(1) + " ms" : "–";

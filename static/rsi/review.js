@@ -23,6 +23,17 @@
     return String(Number(value.toFixed(3)));
   }
 
+  // The contract's groups (body parts, or the end effector), and the gripper as its own group if there is one.
+  function shownGroups() {
+    const gripper = data.gripper === null ? [] : [{ label: "gripper", components: [data.gripper] }];
+    return data.action_groups.concat(gripper);
+  }
+
+  function initializationText() {
+    const init = data.initialization;
+    return init ? `${init.controls} initialization controls (${init.backend}) before step 0, outside the policy's budgets` : "";
+  }
+
   function localTime(iso) {
     return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
   }
@@ -108,18 +119,26 @@
     } else cell.textContent = "–";
     const table = document.getElementById("action-values");
     table.textContent = "";
-    data.action_components.forEach((name, i) => {
-      const row = table.insertRow();
-      row.insertCell().textContent = name;
-      const value = row.insertCell();
-      value.className = "action-value";
-      value.dataset.component = i;
-      value.textContent = record ? rounded(record.action[i]) : "–";
-      if (record) {
-        value.title = String(record.action[i]);
-        value.dataset.value = String(record.action[i]);
+    for (const group of shownGroups()) {
+      const head = table.insertRow();
+      head.className = "action-group";
+      const th = document.createElement("th");
+      th.colSpan = 2;
+      th.textContent = group.label;
+      head.append(th);
+      for (const i of group.components) {
+        const row = table.insertRow();
+        row.insertCell().textContent = data.action_components[i];
+        const value = row.insertCell();
+        value.className = "action-value";
+        value.dataset.component = i;
+        value.textContent = record ? rounded(record.action[i]) : "–";
+        if (record) {
+          value.title = String(record.action[i]);
+          value.dataset.value = String(record.action[i]);
+        }
       }
-    });
+    }
     const notes = document.getElementById("step-notes");
     notes.textContent = "";
     for (const i of data.interventions.filter((x) => x.step === current)) {
@@ -160,9 +179,13 @@
     const box = $("legend");
     box.textContent = "";
     const comps = data.action_components;
-    const entries = comps.slice(0, -1).map((name, i) => [`series s${i}`, name, "line"]);
-    entries.push(["grip", `${comps[comps.length - 1]} (row: green open, red closed)`, "box"],
-      ["success", "native success", "box"], ["decision", "policy decision", "tick"],
+    const entries = [];
+    for (const group of data.action_groups) {
+      if (group.components.length > 6) entries.push([`series s0`, `${group.label}: ${group.components.length} traces (hover one for its name)`, "line"]);
+      else group.components.forEach((c, k) => entries.push([`series s${k % 6}`, comps[c], "line"]));
+    }
+    if (data.gripper !== null) entries.push(["grip", `${comps[data.gripper]} (row: green open, red closed)`, "box"]);
+    entries.push(["success", "native success", "box"], ["decision", "policy decision", "tick"],
       ["decision human", "human decision", "tick"], ["decision rejected", "rejected / failed call", "tick"],
       ["instruction-change", "instruction changes", "dot"], ["intervention-mark", "intervention", "box"]);
     for (const [cls, label, shape] of entries) {
@@ -196,7 +219,11 @@
   function readout(stepAt) {
     const s = Math.max(0, Math.min(data.steps.length, stepAt));
     const record = s > 0 ? data.steps[s - 1] : null;
-    if (!record) { $("readout").textContent = `step ${s}: the reset frame`; return; }
+    if (!record) {
+      const init = initializationText();
+      $("readout").textContent = `step ${s}: the reset frame` + (init ? `, after ${init}` : "");
+      return;
+    }
     const values = data.action_components.map((name, i) => `${name} ${rounded(record.action[i])}`).join(", ");
     const decision = decisionOf(s);
     $("readout").textContent = `step ${s}: ${values}; native success ${record.native_success}` +
@@ -212,6 +239,7 @@
         items.push([d.observation_step, `call ${d.call_index || d.index} ${d.kind}${d.violation ? ": " + (d.violation.message || d.violation.type || "") : ""}`, "error"]);
       }
     }
+    if (data.initialization) items.push([0, initializationText(), "initialization"]);
     if (data.error) items.push([data.steps.length, `the attempt ended with ${data.error.type}: ${data.error.detail.split("\n")[0]}`, "error"]);
     items.sort((a, b) => a[0] - b[0]);
     for (const [at, text, kind] of items) {
@@ -232,20 +260,29 @@
     const n = data.steps.length;
     const comps = data.action_components;
     const actionTop = 10, actionHeight = 110;
-    const y = (v) => actionTop + actionHeight / 2 - Math.max(-1.6, Math.min(1.6, v)) * (actionHeight / 3.2);
-    el("text", { x: 2, y: actionTop + 10, class: "label" }).textContent = "action";
-    comps.forEach((name, i) => {
-      if (i === comps.length - 1) return; // the gripper has its own row
-      const points = data.steps.map((s, k) => `${x(k + 1)},${y(s.action[i])}`).join(" ");
-      el("polyline", { points, class: `series s${i}`, fill: "none" }).append(
-        Object.assign(document.createElementNS("http://www.w3.org/2000/svg", "title"), { textContent: name }));
+    const band = actionHeight / Math.max(1, data.action_groups.length);
+    data.action_groups.forEach((group, g) => {
+      // One band per group, scaled to its largest value (at least 1): joint targets, velocities and heights differ.
+      const top = actionTop + g * band;
+      const scale = Math.max(1, ...group.components.flatMap((c) => data.steps.map((s) => Math.abs(s.action[c]))));
+      const y = (v) => top + band / 2 - (v / scale) * (band / 2 - 2);
+      el("text", { x: 2, y: top + 10, class: "label group-label" }).textContent = `${group.label} ±${rounded(scale)}`;
+      group.components.forEach((c, k) => {
+        const points = data.steps.map((s, i) => `${x(i + 1)},${y(s.action[c])}`).join(" ");
+        el("polyline", { points, class: `series s${k % 6}`, fill: "none", "data-component": c }).append(
+          Object.assign(document.createElementNS("http://www.w3.org/2000/svg", "title"), { textContent: comps[c] }));
+      });
     });
     const rows = { gripper: 134, success: 152, decisions: 170, instruction: 186, events: 202 };
-    for (const [label, top] of Object.entries(rows)) el("text", { x: 2, y: top + 4, class: "label" }).textContent = label;
+    for (const [label, top] of Object.entries(rows)) {
+      if (label !== "gripper" || data.gripper !== null) el("text", { x: 2, y: top + 4, class: "label" }).textContent = label;
+    }
     data.steps.forEach((s, k) => {
-      const g = s.action[comps.length - 1];
-      el("rect", { x: x(k + 1) - 1, y: rows.gripper - 6, width: Math.max(2, x(1) - x(0)), height: 12,
-                   class: "grip", "fill-opacity": (Math.abs(g) * 0.8 + 0.1).toFixed(2), fill: g >= 0 ? "#2a7" : "#c52" });
+      if (data.gripper !== null) {
+        const g = s.action[data.gripper];
+        el("rect", { x: x(k + 1) - 1, y: rows.gripper - 6, width: Math.max(2, x(1) - x(0)), height: 12,
+                     class: "grip", "fill-opacity": (Math.abs(g) * 0.8 + 0.1).toFixed(2), fill: g >= 0 ? "#2a7" : "#c52" });
+      }
       if (s.native_success) el("rect", { x: x(k + 1) - 1, y: rows.success - 5, width: Math.max(2, x(1) - x(0)), height: 10, class: "success" });
       if (k > 0 && s.instruction !== data.steps[k - 1].instruction) {
         el("circle", { cx: x(k + 1), cy: rows.instruction, r: 4, class: "instruction-change" }).append(
