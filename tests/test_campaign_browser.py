@@ -108,11 +108,11 @@ def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(site, brow
     campaigns = query(db, "select count(*) from evaluator_campaign")
     _fill(page, base, "simple_humanoid")
     row = page.locator('#readiness tr[data-benchmark="simple_humanoid"]')
-    assert row.get_attribute("data-ready") == "0" and "no SIMPLE worker on this host" in row.inner_text()
+    assert row.get_attribute("data-ready") == "0" and "RSI_SIMPLE_CHECKOUT is not set" in row.inner_text()
     page.select_option("#id_tasks", ["G1WholebodyBendPickMP-v0"])
     page.fill("#id_policy", "noop")
     page.click("#preview")
-    assert "this executor cannot run simple_humanoid: no SIMPLE worker on this host" in page.inner_text("#form-errors")
+    assert "this executor cannot run simple_humanoid: RSI_SIMPLE_CHECKOUT is not set" in page.inner_text("#form-errors")
     assert page.locator("#create").count() == 0
     assert query(db, "select count(*) from evaluator_campaign") == campaigns
     page.goto(base + "/benchmarks/")

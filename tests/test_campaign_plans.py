@@ -137,7 +137,7 @@ def test_the_comparison_keeps_non_autonomous_pairs_out_of_the_discordance_count(
 def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(catalogs):
     # "refuse to start cells that nothing can run, with that reason"
     ensure_builtin_policies()
-    with pytest.raises(LaunchRefused, match="this executor cannot run simple_humanoid: no SIMPLE worker on this host"):
+    with pytest.raises(LaunchRefused, match="this executor cannot run simple_humanoid: RSI_SIMPLE_CHECKOUT is not set"):
         do_launch_campaign(
             name="humanoid",
             benchmark="simple_humanoid",
@@ -232,7 +232,7 @@ def test_the_launch_form_and_the_benchmarks_page_say_what_can_run_here(operator)
     # "The launch form and the benchmarks page show, per benchmark, whether the executor can run it and why not"
     for name in ("launch", "benchmarks"):
         page = operator.get(reverse(f"evaluator:{name}")).content.decode()
-        assert "no SIMPLE worker on this host" in page
+        assert "RSI_SIMPLE_CHECKOUT is not set" in page
         assert "MuJoCo renders with MUJOCO_GL=" in page
 
 
