@@ -170,7 +170,9 @@ def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(clust
     per_family = Counter(cell.family for cell in planned)
     tmp, env, _ = cluster
     env = {**env, **double_upstream_env(tmp_path)}
-    workers = [Worker(tmp, env, f"simpler-{i}", device=str(i), queue="rsi.simpler_env") for i in range(2)]
+    # Named per run: the cluster and its log folder are shared by the tests of this module.
+    name = f"simpler-{'-'.join(families) or 'all'}"
+    workers = [Worker(tmp, env, f"{name}-{i}", device=str(i), queue="rsi.simpler_env") for i in range(2)]
     try:
         # The workers' own readiness: the real SAPIEN stack, the pins and assets of the double upstream.
         wait(lambda: all("rsi worker: readiness" in w.output() for w in workers), 180, "the workers' checks")
@@ -195,9 +197,9 @@ def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(clust
             if lost:
                 victim = lost[0][0]
             else:  # it finished just before the kill: start another worker and try again
-                workers.append(Worker(tmp, env, f"simpler-{len(workers)}", queue="rsi.simpler_env"))
+                workers.append(Worker(tmp, env, f"{name}-{len(workers)}", queue="rsi.simpler_env"))
         # The rest runs over two workers again: the survivor and one started in the killed one's place.
-        workers.append(Worker(tmp, env, f"simpler-{len(workers)}", queue="rsi.simpler_env"))
+        workers.append(Worker(tmp, env, f"{name}-{len(workers)}", queue="rsi.simpler_env"))
         reaped = []
         wait(lambda: reaped.extend(json.loads(manage(env, "reap", "--limit", "5", "--json"))["closed"]) or reaped,
              60, "the reaper")  # fmt: skip
