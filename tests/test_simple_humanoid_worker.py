@@ -227,3 +227,27 @@ def test_the_timeline_groups_the_36_numbers_by_body_part_and_keeps_initializatio
     assert [timeline["action_components"][i] for i in groups["torso"]] == ["waist_roll", "waist_pitch", "waist_yaw"]
     assert timeline["initialization"] == {"backend": "amo", "controls": 60, "success_seen": False}
     assert [s["index"] for s in timeline["steps"]] == list(range(1, 16))  # the policy's controls only
+
+
+@pytest.mark.parametrize(
+    "bad, violation",
+    [
+        ([float("nan")] + [0.0] * 35, "non_finite"),
+        ([True] + [0.0] * 35, "boolean"),
+        ([0.0] * 35, "wrong_length"),
+        ([0.0] * 37, "wrong_length"),
+    ],
+)
+def test_a_malformed_action_never_reaches_the_native_controller(
+    simple_double, register_policy, run_cell, bad, violation
+):
+    # "Reject invalid dimensions, booleans and non-finite values" ... "without a control or sequence advance"
+    class Malformed(Policy):
+        def act(self, message):
+            return PolicyReply({"actions": [bad]})
+
+    register_policy("malformed", Malformed)
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="malformed", seed=20260907)
+    assert attempt.environment_steps == 0 and attempt.rejected_calls == attempt.policy_calls == 200
+    assert {d.violation["kind"] for d in attempt.decisions.all()} == {violation}
+    assert attempt.provenance["worker"]["closed"]["native_steps"] == 0
