@@ -15,6 +15,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 
 BLANK = [("", "default")]
@@ -53,7 +54,7 @@ class LaunchForm(forms.Form):
         help_text="A registered name, or a spec: http://HOST:PORT/act, openpi+ws://HOST:PORT, torchscript:PATH, "
         "openai+http://HOST:PORT/v1?model=NAME",
     )
-    sensors = forms.CharField(required=False, help_text="e.g. rgb, rgb-qpos, privileged-state; empty = default")
+    sensors = forms.ChoiceField(required=False, help_text="the chosen benchmark's sensor tracks; empty = its default")
     interaction_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in INTERACTION_MODES], required=False)
     action_rejection_feedback = forms.BooleanField(required=False, label="action-rejection feedback track")
     budget_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in BUDGET_MODES], required=False)
@@ -61,7 +62,7 @@ class LaunchForm(forms.Form):
     max_policy_calls = _optional_int("max policy calls (C or D)", "")
     replan_interval = _optional_int("replan interval K", "the longest action prefix per decision")
     runner_step_cap = _optional_int("runner step cap", "")
-    task_scope = forms.CharField(required=False, help_text="SIMPLE only: default or released-12")
+    task_scope = forms.ChoiceField(required=False, help_text="the chosen benchmark's task scopes (SIMPLE: released-12)")
     full = forms.ChoiceField(
         label="native full matrix",
         required=False,
@@ -85,6 +86,12 @@ class LaunchForm(forms.Form):
         # Grouped by benchmark: the page shows only the chosen benchmark's group.
         self.fields["tasks"].choices = list(groups.items())
         self.fields["tasks"].error_messages["invalid_choice"] = "unknown task %(value)s"
+        # Each benchmark's sensor tracks and task scopes, grouped like the tasks: one track or scope per campaign.
+        protocols = [PROTOCOLS[name] for name, _ in self.fields["benchmark"].choices if name in PROTOCOLS]
+        self.fields["sensors"].choices = BLANK + [(p.family.benchmark, _options(p.family.sensors)) for p in protocols]
+        self.fields["task_scope"].choices = BLANK + [(p.family.benchmark, _options(p.family.scopes)) for p in protocols]
+        for name, what in (("sensors", "sensor track"), ("task_scope", "task scope")):
+            self.fields[name].error_messages["invalid_choice"] = f"unknown {what} %(value)s"
         families = {f: f for protocol in FULL_PROTOCOLS for f in load_matrix(protocol).family_counts()}
         self.fields["families"].choices = list(families.items())
 
@@ -216,6 +223,10 @@ def _budgets(config: ProtocolConfig, tasks: list[str]) -> list[tuple]:
             calls = full_chunk_calls(budget.evaluation_horizon, budget.replan_interval)
             rows.append((name, budget, calls, budget.reaches(budget.evaluation_horizon)))
     return rows
+
+
+def _options(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(value, value) for value in values]
 
 
 class RealRateForm(forms.Form):

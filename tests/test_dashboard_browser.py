@@ -40,7 +40,7 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     page.select_option("#id_tasks", ["pick_and_place", "reach"])
     page.fill("#id_seed", "3")
     page.fill("#id_policy", "fetch-oracle")
-    page.fill("#id_sensors", "privileged-state")
+    page.select_option("#id_sensors", "privileged-state")
     page.click("#preview")
     # The resolved identity and budgets are shown before anything is created.
     assert page.inner_text("#resolved-identity") == "fetch-development/privileged-state/v1"

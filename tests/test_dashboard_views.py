@@ -333,3 +333,20 @@ def test_the_campaign_page_names_the_host_or_queue_of_each_cell(admin_client, ma
     Attempt.objects.filter(pk=running.pk).update(status="queued", runner="broker:rsi.fetch")
     page = admin_client.get(reverse("evaluator:campaign", args=[running.campaign_id])).content.decode()
     assert "queued on rsi.fetch" in page
+
+
+def _select(page: str, field: str) -> str:
+    start = page.index(f'id="id_{field}"')
+    return page[start : page.index("</select>", start)]
+
+
+def test_the_launch_form_offers_each_benchmarks_sensor_tracks_and_task_scopes(operator):
+    # "the launch form offers the SIMPLE tracks and scopes (and refuses mixing them in one campaign)"
+    page = operator.get(reverse("evaluator:launch")).content.decode()
+    sensors, scopes = _select(page, "sensors"), _select(page, "task_scope")
+    simple = sensors[sensors.index('<optgroup label="simple_humanoid">') :]
+    assert '<option value="rgb-qpos31">' in simple[: simple.index("</optgroup>")]
+    assert '<option value="released-12">' in scopes and '<optgroup label="fetch">' in sensors
+    # one track per campaign: a track of another benchmark is refused by name
+    response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "sensors": "rgb-qpos31", "create": "1"})
+    assert "unknown sensor track" in response.content.decode() and not Campaign.objects.exists()

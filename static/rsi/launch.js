@@ -1,4 +1,4 @@
-// Launch form: the task list follows the chosen benchmark; "all tasks" stands for every one of them.
+// Launch form: the task list, sensor tracks and task scopes follow the chosen benchmark; "all tasks" stands for every one of them.
 (function () {
   "use strict";
   const benchmark = document.getElementById("id_benchmark");
@@ -6,13 +6,18 @@
   const all = document.getElementById("id_all_tasks");
   if (!benchmark || !tasks) return;
 
+  // Tasks, sensor tracks and task scopes are grouped by benchmark: only the chosen one's group is offered.
+  const grouped = [tasks, document.getElementById("id_sensors"), document.getElementById("id_task_scope")].filter(Boolean);
+
   function follow() {
-    tasks.querySelectorAll("optgroup").forEach((group) => {
-      const shown = group.label === benchmark.value;
-      group.hidden = !shown;
-      group.disabled = !shown;
-      if (!shown) Array.from(group.children).forEach((option) => { option.selected = false; });
-    });
+    for (const select of grouped) {
+      select.querySelectorAll("optgroup").forEach((group) => {
+        const shown = group.label === benchmark.value;
+        group.hidden = !shown;
+        group.disabled = !shown;
+        if (!shown) Array.from(group.children).forEach((option) => { option.selected = false; });
+      });
+    }
     const readiness = document.querySelector(`#readiness tr[data-benchmark="${benchmark.value}"]`);
     benchmark.classList.toggle("not-ready", !!readiness && readiness.dataset.ready === "0");
   }
