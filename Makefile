@@ -69,6 +69,6 @@ test: system-test venv-test sapien-env openpi-env vulkan-layer lint
 	$(PY) -m pytest
 
 # The whole 960-cell Visual Matching campaign over two Celery workers against the upstream double
-# (about 25 min on 2 cores; `make test` runs one family of it).
+# (about 17 min on 2 cores; `make test` runs one family of it).
 test-whole-matrix: system-test venv-test sapien-env vulkan-layer
 	RSI_WHOLE_MATRIX_RUN=1 $(PY) -m pytest tests/test_scale_out.py -k whole-matrix

@@ -156,7 +156,7 @@ WHOLE_MATRIX = "RSI_WHOLE_MATRIX_RUN"
             [],
             marks=pytest.mark.skipif(
                 not os.environ.get(WHOLE_MATRIX),
-                reason=f"all 960 cells take about 25 min on 2 cores: make test-whole-matrix ({WHOLE_MATRIX}=1)",
+                reason=f"all 960 cells take about 17 min on 2 cores: make test-whole-matrix ({WHOLE_MATRIX}=1)",
             ),
         ),
     ],
