@@ -108,6 +108,21 @@ def _simple_environment(python: str) -> dict[str, str]:
     return {"RSI_SIMPLE_CHECKOUT": str(checkout or ""), "MUJOCO_GL": mujoco_gl(python) if python else "egl"}
 
 
+def _sapien_backend(name: str, options, verdict) -> Backend:
+    """ManiSkill2 and SimplerEnv share the SAPIEN worker and its interpreter; their options and checks differ."""
+    return Backend(
+        name=name,
+        script="sapien_worker.py",
+        python_setting="RSI_SAPIEN_PYTHON",
+        default_python=_sapien_python,
+        environment=lambda python: vulkan_layer_env(),
+        timeouts=SAPIEN_TIMEOUTS,
+        renders_with_vulkan=True,
+        options=options,
+        verdict=verdict,
+    )
+
+
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
@@ -122,28 +137,8 @@ BACKENDS: dict[str, Backend] = {
             options=_no_options,
             verdict=doctor.fetch_verdict,
         ),
-        Backend(
-            name="maniskill2",
-            script="sapien_worker.py",
-            python_setting="RSI_SAPIEN_PYTHON",
-            default_python=_sapien_python,
-            environment=lambda python: vulkan_layer_env(),
-            timeouts=SAPIEN_TIMEOUTS,
-            renders_with_vulkan=True,
-            options=_maniskill2_options,
-            verdict=doctor.maniskill2_verdict,
-        ),
-        Backend(
-            name="simpler_env",
-            script="sapien_worker.py",
-            python_setting="RSI_SAPIEN_PYTHON",
-            default_python=_sapien_python,
-            environment=lambda python: vulkan_layer_env(),
-            timeouts=SAPIEN_TIMEOUTS,
-            renders_with_vulkan=True,
-            options=_simpler_env_options,
-            verdict=doctor.simpler_env_verdict,
-        ),
+        _sapien_backend("maniskill2", _maniskill2_options, doctor.maniskill2_verdict),
+        _sapien_backend("simpler_env", _simpler_env_options, doctor.simpler_env_verdict),
         # AMO loads its TorchScript controller and runs 60 standing controls inside reset.
         Backend(
             name="simple_humanoid",
