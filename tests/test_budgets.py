@@ -93,8 +93,9 @@ def test_the_simple_decision_track_records_both_its_cap_and_the_reference_horizo
     catalog = load_catalog("simple_humanoid")
     loco = resolve_budget(config, catalog.task("G1WholebodyLocomotionPickBetweenTablesTeleop-v0").native_horizon)
     bend = resolve_budget(config, catalog.task("G1WholebodyBendPickMP-v0").native_horizon)
-    assert (loco.native_horizon, loco.max_executable_steps) == (1200, 1000)
-    assert (bend.native_horizon, bend.max_executable_steps) == (400, 1000)
+    assert (loco.native_horizon, loco.max_executable_steps, loco.steps_beyond_native_horizon) == (1200, 1000, -200)
+    assert (bend.native_horizon, bend.max_executable_steps, bend.steps_beyond_native_horizon) == (400, 1000, 600)
+    assert loco.as_dict()["steps_beyond_native_horizon"] == -200  # stored with the attempt
 
 
 def test_simple_horizon_mode_runs_to_the_reference_horizon():

@@ -208,7 +208,12 @@ def test_the_1000_control_cap_ends_the_1200_control_task_and_the_instruction_kee
     )
     assert (attempt.outcome, attempt.termination_reason) == ("task_failure", "call_budget")
     assert (attempt.environment_steps, attempt.policy_calls) == (1000, 200)
-    assert (attempt.budget["native_horizon"], attempt.budget["max_executable_steps"]) == (1200, 1000)
+    budget = attempt.budget
+    assert (budget["native_horizon"], budget["max_executable_steps"], budget["steps_beyond_native_horizon"]) == (
+        1200,
+        1000,
+        -200,
+    )
     # "Episode metadata trims outer instruction whitespace; native/public observations preserve it."
     assert StandStill.instruction == BETWEEN_TABLES_INSTRUCTION
     assert attempt.provenance["reset_info"]["released_reset"]["metadata_tasks"] == [BETWEEN_TABLES_INSTRUCTION.strip()]

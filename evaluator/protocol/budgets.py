@@ -22,6 +22,9 @@ class Budget:
     replan_interval: int  # K: the longest action prefix executed from one decision
     runner_step_cap: int
     max_executable_steps: int
+    # max_executable_steps - H: what the evaluator's caps add to the native horizon (negative where they cut
+    # it short, e.g. SIMPLE's 1000-control track on a 1200-control task), recorded beside both
+    steps_beyond_native_horizon: int
 
     def reaches(self, step: int) -> bool:
         """Whether full chunks can carry an episode to native step `step`."""
@@ -42,6 +45,7 @@ def resolve_budget(config: ProtocolConfig, native_horizon: int) -> Budget:
         replan_interval=config.replan_interval,
         runner_step_cap=config.runner_step_cap,
         max_executable_steps=config.max_executable_steps(native_horizon),
+        steps_beyond_native_horizon=config.max_executable_steps(native_horizon) - native_horizon,
     )
 
 
