@@ -538,13 +538,14 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
     if attempt.is_finished:
         messages.info(request, f"Attempt {attempt.pk} has finished: this is its review.")
         return redirect("evaluator:review", attempt.pk)
+    contract = _contract(attempt)
     return render(
         request,
         "evaluator/live.html",
         {
             "attempt": attempt,
-            "contract": _contract(attempt).describe(),
-            "action_groups": _action_groups(_contract(attempt)),
+            "contract": contract.describe(),
+            "action_groups": _action_groups(contract),
             "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
         },
     )
@@ -554,15 +555,16 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
 def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
     attempt = _attempt(request, attempt_id)
     frames = _frame_index(attempt)
+    contract = _contract(attempt)
     return JsonResponse(
         {
             "attempt": attempt.pk,
             "status": attempt.status,
             "fps": frames["fps"] if frames else None,
             "frames": [f["step"] for f in frames["frames"]] if frames else [],
-            "action_components": list(_contract(attempt).component_names),
-            "action_groups": _action_groups(_contract(attempt)),
-            "gripper": _contract(attempt).gripper,
+            "action_components": list(contract.component_names),
+            "action_groups": _action_groups(contract),
+            "gripper": contract.gripper,
             "initialization": (attempt.provenance.get("reset_info") or {}).get("initialization"),
             "steps": list(
                 attempt.steps.order_by("index").values(

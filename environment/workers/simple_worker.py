@@ -254,15 +254,15 @@ class SimpleWorker:
         model = self.agent._dwbc_robot_model
         upper = model.get_joint_group_indices("upper_body")
         self.sonic_upper_joints = [name for name, index in model.joint_to_dof_index.items() if index in upper]
+        unknown = [name for name in self.sonic_upper_joints if name not in self.joint_names]
+        if unknown:  # checked once, before the first policy call
+            raise NativeError("install", f"the WBC's upper body names joints SIMPLE's robot does not: {unknown}")
         return obs
 
     def _sonic_command(self, action: np.ndarray):
         """The upper-body targets, [vx, vy, turn, target_yaw] and the height as the decoupled WBC's goal, as
         psi0_decoupled_wbc builds it (:109-144); its output is SONIC's native `decoupled_wbc` command."""
         targets = {self.joint_names[j]: v for j, v in upper_body_targets(action).items()}
-        missing = [name for name in self.sonic_upper_joints if name not in targets]
-        if missing:
-            raise NativeError("native_runtime", f"the WBC's upper body names joints RSI does not: {missing}")
         agent, model = self.agent, self.agent._dwbc_robot_model
         agent._wbc_policy.set_observation(agent._build_wbc_observation(self.robot.prepare_obs()))
         now, period = time.monotonic(), 1 / agent._control_frequency  # upstream's wall-clock interpolation
