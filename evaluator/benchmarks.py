@@ -86,6 +86,8 @@ class Backend:
     renders_with_vulkan: bool  # CPU-fallback timeouts and the rendering caveat apply
     options: Callable[[Any, Any, dict | None], dict]  # (task, catalog, full cell) -> what its worker needs
     verdict: Callable[[str], dict]  # interpreter -> can it run here, and why not (doctor's check)
+    # Where its evidence goes inside the policy's own folder; empty: the shared attempts/ folder.
+    results_namespace: str = ""
 
     def python(self) -> str:
         return os.environ.get(self.python_setting) or self.default_python()
@@ -150,6 +152,8 @@ BACKENDS: dict[str, Backend] = {
             renders_with_vulkan=False,
             options=_simple_humanoid_options,
             verdict=doctor.simple_humanoid_verdict,
+            # The spec keeps SIMPLE's evidence "under the selected model's results/simple_humanoid/ namespace".
+            results_namespace="results/simple_humanoid",
         ),
     )
 }

@@ -6,6 +6,7 @@ decisions.jsonl, steps.jsonl     every structured response, accepted chunk, exec
 video.mp4 + frames.json          H.264 (yuv420p, a keyframe every 25 frames, faststart) of the
                                  reset frame and one frame per executed control, and its index
                                  (written as a raw stream while the episode runs: see VideoWriter)
+native.log                       everything the native worker wrote on its stderr
 provenance.json, manifest.json   what ran, and the sha256 and size of every file
 """
 
@@ -153,6 +154,10 @@ class EvidenceWriter:
         self.decisions = (self.root / "decisions.jsonl").open("w")
         self.steps = (self.root / "steps.jsonl").open("w")
 
+    @property
+    def native_log(self) -> Path:
+        return self.root / "native.log"
+
     def frame(self, step: int, observation: NativeObservation) -> None:
         self.video.add(observation.rgb, step)
 
@@ -214,6 +219,7 @@ class EvidenceWriter:
             "summary.json": "summary",
             "manifest.json": "manifest",
             "messages/start.json": "episode_start",
+            "native.log": "native_log",
         }.get(str(relative), _message_kind(path))
         return ArtifactFile(
             path=str(path.relative_to(self.media_root)), kind=kind, sha256=sha256_of(path), size=path.stat().st_size

@@ -441,8 +441,8 @@ class Artifact(AttemptRecord):
 
     @property
     def name(self) -> str:
-        """The path inside the attempt's folder, e.g. video.mp4 or messages/call-0001.png."""
-        return self.path.split("/", 2)[2]
+        """The path inside the attempt's evidence folder, e.g. video.mp4 or messages/call-0001.png."""
+        return self.path.removeprefix(f"{self.attempt.evidence_dir}/")
 
 
 class MediaProbe(models.Model):

@@ -69,7 +69,8 @@ _FAILURE_TYPE = {"describe": ErrorType.INSTALL, "reset": ErrorType.RESET, "step"
 
 
 class NativeWorker:
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec, log: Path | None = None):
+        """log: a new file that keeps all of the worker's stderr (an error keeps only its tail)."""
         self.spec = spec
         self._stderr = collections.deque(maxlen=STDERR_LINES)
         self._dead = False
@@ -87,6 +88,7 @@ class NativeWorker:
             raise WorkerFailure(
                 ErrorType.INSTALL, f"cannot start {spec.python} {spec.script}: {exc}", cause="start"
             ) from None
+        self._log = log.open("xb") if log else None
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
 
@@ -100,6 +102,11 @@ class NativeWorker:
     def _drain_stderr(self) -> None:
         for line in iter(self.process.stderr.readline, b""):
             self._stderr.append(line.decode(errors="replace"))
+            if self._log:
+                self._log.write(line)
+                self._log.flush()
+        if self._log:
+            self._log.close()
 
     def _fail(self, op: str, message: str, cause: str, error_type: ErrorType | None = None) -> WorkerFailure:
         self.kill()
@@ -186,6 +193,7 @@ class NativeWorker:
             return {}
         finally:
             self.kill()
+            self._stderr_thread.join(timeout=2)  # the log is complete before the evidence is listed
 
     def kill(self) -> None:
         self._dead = True

@@ -16,8 +16,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
-from evaluator.benchmarks import rendering_provenance, reset_options, worker_spec
+from evaluator.benchmarks import backend, rendering_provenance, reset_options, worker_spec
 from evaluator.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
 from evaluator.evidence import EvidenceWriter
 from evaluator.heartbeats import Heartbeat
@@ -199,8 +200,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         attempt.status = Attempt.Status.RUNNING
         attempt.started_at = attempt.heartbeat_at = timezone.now()
         attempt.runner = this_process()
-        # A random suffix: a database reset must never lead a new attempt onto old evidence.
-        attempt.evidence_dir = f"attempts/{attempt.pk:06d}-{secrets.token_hex(4)}"
+        attempt.evidence_dir = evidence_folder(attempt)
         # Stored at once: if this process dies, recovery closes the attempt with what it ran under.
         attempt.provenance = _provenance(attempt, config, budget)
         attempt.save()
@@ -230,7 +230,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             "timeout_basis": spec.timeout_basis,
         }
         provenance["rendering"] = rendering_provenance(campaign.benchmark.name, spec.env)
-        worker = NativeWorker(spec)
+        worker = NativeWorker(spec, log=evidence.native_log)
         provenance["worker"]["describe"] = worker.describe()
         episode = EpisodeSpec(
             config=config,
@@ -270,6 +270,17 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             provenance["reset_info"] = worker.reset_info
             provenance["worker"]["closed"] = worker.close()
     return _finish(attempt, result, evidence, provenance)
+
+
+def evidence_folder(attempt: Attempt) -> str:
+    """An attempt's evidence folder under MEDIA_ROOT. A random suffix: a database reset must never lead a
+    new attempt onto old evidence. A backend with a results namespace files it in its policy's folder."""
+    folder = f"{attempt.pk:06d}-{secrets.token_hex(4)}"
+    namespace = backend(attempt.campaign.benchmark.name).results_namespace
+    if not namespace:
+        return f"attempts/{folder}"
+    policy = attempt.campaign.policy
+    return f"policies/{policy.pk:04d}-{slugify(policy.name)[:60] or 'policy'}/{namespace}/{folder}"
 
 
 def _provenance(attempt: Attempt, config: ProtocolConfig, budget) -> dict:

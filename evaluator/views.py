@@ -12,7 +12,7 @@ import av
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -681,9 +681,7 @@ def _stored_frame(attempt: Attempt, frames: dict | None, entry: dict | None) -> 
 def artifact(request: HttpRequest, attempt_id: int, path: str) -> HttpResponse:
     """A stored artifact of the attempt, with HTTP range requests. Only registered artifacts are served."""
     attempt = _attempt(request, attempt_id)
-    record = get_object_or_404(Artifact, attempt=attempt, path__endswith=f"/{path}")
-    if not record.path.startswith("attempts/"):
-        raise PermissionDenied
+    record = get_object_or_404(Artifact, attempt=attempt, path=f"{attempt.evidence_dir}/{path}")
     try:
         return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)
     except FileNotFoundError:

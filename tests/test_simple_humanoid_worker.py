@@ -89,6 +89,24 @@ def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outsi
     assert reset["released_reset"]["episode_index"] == 0 and reset["released_reset"]["scene_repaired"] is True
 
 
+def test_the_evidence_and_the_native_log_lie_under_the_policys_results_simple_humanoid_namespace(
+    simple_double, forward, run_cell, settings, operator
+):
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    # "Retain ... native logs ... under the selected model's results/simple_humanoid/ namespace"
+    policy = attempt.campaign.policy
+    namespace = f"policies/{policy.pk:04d}-forward/results/simple_humanoid/"
+    assert attempt.evidence_dir.startswith(namespace)
+    paths = {a.name: a.path for a in attempt.artifacts.all()}
+    assert {"video.mp4", "steps.jsonl", "provenance.json", "native.log"} <= set(paths)
+    assert all(path.startswith(attempt.evidence_dir + "/") for path in paths.values())
+    native_log = (Path(settings.MEDIA_ROOT) / paths["native.log"]).read_text()
+    assert f"building {BEND_PICK} in mujoco\n" in native_log
+    # served by name inside the attempt's folder, like every other artifact
+    response = operator.get(f"/attempts/{attempt.pk}/files/native.log")
+    assert response.status_code == 200 and b"".join(response.streaming_content).decode() == native_log
+
+
 def test_the_policy_sees_the_exact_instruction_the_frame_and_31_encoders_only(
     simple_double, forward, run_cell, monkeypatch
 ):

@@ -93,6 +93,7 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             (criteria,) = kwargs.values()
             assert set(kwargs) == {"success_criteria"}, kwargs
         self.task = Task(uid, instruction, criteria, backend)
+        print(f"building {uid} in {sim_mode}")  # native code prints on stdout: it must not break the protocol
         self.observation_space = gymnasium.spaces.Dict({})
         self.action_space = gymnasium.spaces.Dict({})
         self._success = False

@@ -1,5 +1,7 @@
 import json
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from evaluator.catalog_sync import sync_catalog
@@ -76,5 +78,4 @@ class Command(DatabaseCommand):
             for key, value in record.items():
                 if key != "artifacts":
                     self.stdout.write(f"{key:<24} {value}")
-            folder = {path.split("/")[1] for path in record["artifacts"]}
-            self.stdout.write(f"{'artifacts':<24} {', '.join(f'media/attempts/{f}/' for f in sorted(folder))}")
+            self.stdout.write(f"{'artifacts':<24} {Path(settings.MEDIA_ROOT) / attempt.evidence_dir}/")
