@@ -1,13 +1,18 @@
+import dataclasses
 import os
+import sys
 
 import pytest
 
+from evaluator.benchmarks import BACKENDS
 from evaluator.catalog_sync import sync_all_catalogs
 from evaluator.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.identity import configure
+from tests.doubles.simple_checkout import build_checkout
 from tests.servers.cluster import cluster  # noqa: F401 (the scale-out tests' Celery deployment)
+from tests.simple_humanoid import TASKS, Forward
 
 # The test process is no server start-up: recovery at start-up is tested in a daphne of its own.
 os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
@@ -166,3 +171,30 @@ def simpler_env_host(catalogs, monkeypatch):
 
     monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
     ensure_builtin_policies()
+
+
+@pytest.fixture
+def simple_double(tmp_path, monkeypatch, catalogs):
+    """A host with the double checkout at the pinned revision, ready as far as launch goes; its weights are
+    placeholders, so the worker is told their hashes (the catalog holds the real ones)."""
+    revision = load_catalog("simple_humanoid").upstream["simple"]["revision"]
+    root = tmp_path / "SIMPLE"
+    inventory = build_checkout(root, revision, TASKS)
+    monkeypatch.setenv("RSI_SIMPLE_CHECKOUT", str(root))
+    monkeypatch.setenv("RSI_SIMPLE_PYTHON", sys.executable)
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    entry = BACKENDS["simple_humanoid"]
+    options = entry.options
+    monkeypatch.setitem(
+        BACKENDS,
+        "simple_humanoid",
+        dataclasses.replace(entry, options=lambda *args: {**options(*args), "expected_files": inventory}),
+    )
+    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    return root
+
+
+@pytest.fixture
+def forward(register_policy):
+    register_policy("forward", Forward)
+    return Forward

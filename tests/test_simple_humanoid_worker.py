@@ -3,7 +3,6 @@ evaluator and its budgets, against a named double of a SIMPLE checkout (tests/do
 SIMPLE itself needs cuRobo, CUDA and assets this machine cannot have (issue 15, Done when, first point).
 The double's interpreter is the evaluator's own, with the double's src/ on PYTHONPATH."""
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -12,63 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator.benchmarks import BACKENDS, benchmark_verdict
+from evaluator.benchmarks import benchmark_verdict
 from evaluator.policies.base import Policy, PolicyReply
 from evaluator.protocol.catalogs import load_catalog
-from tests.doubles.simple_checkout import build_checkout
-
-BEND_PICK = "G1WholebodyBendPickMP-v0"
-INSTRUCTION = "bend to pick up the cracker box"
-FAUCET = "G1WholebodyOpenFaucetTeleop-v0"
-BETWEEN_TABLES = "G1WholebodyLocomotionPickBetweenTablesTeleop-v0"
-# the native language of this task starts with a space (upstream_simple_facts.md §1)
-BETWEEN_TABLES_INSTRUCTION = " pick up the apple from table1,locomotion to table2,and place  on table2."
-TASKS = {
-    BEND_PICK: (INSTRUCTION, "amo"),
-    FAUCET: ("move forward to the faucet and open it", "sonic"),
-    BETWEEN_TABLES: (BETWEEN_TABLES_INSTRUCTION, "sonic"),
-}
-
-
-@pytest.fixture
-def simple_double(tmp_path, monkeypatch, catalogs):
-    """A host with the double checkout at the pinned revision, ready as far as launch goes; its weights are
-    placeholders, so the worker is told their hashes (the catalog holds the real ones)."""
-    revision = load_catalog("simple_humanoid").upstream["simple"]["revision"]
-    root = tmp_path / "SIMPLE"
-    inventory = build_checkout(root, revision, TASKS)
-    monkeypatch.setenv("RSI_SIMPLE_CHECKOUT", str(root))
-    monkeypatch.setenv("RSI_SIMPLE_PYTHON", sys.executable)
-    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
-    entry = BACKENDS["simple_humanoid"]
-    options = entry.options
-    monkeypatch.setitem(
-        BACKENDS,
-        "simple_humanoid",
-        dataclasses.replace(entry, options=lambda *args: {**options(*args), "expected_files": inventory}),
-    )
-    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
-    return root
-
-
-class Forward(Policy):
-    """Five controls per call: walk forward (vx 1.0) with the left shoulder pitch target at 1e3 and the right
-    thumb closed (1.0): what the double's AMO and faucet predicates reward."""
-
-    def start_episode(self, start):
-        self.seen = []
-
-    def act(self, message):
-        self.seen.append((message.instruction, message.rgb.shape, message.rgb.dtype, dict(message.sensors)))
-        action = [0.0] * 36
-        action[7], action[14], action[31], action[32] = 1.0, 1e3, 0.75, 1.0
-        return PolicyReply({"actions": [action] * 5})
-
-
-@pytest.fixture
-def forward(register_policy):
-    register_policy("forward", Forward)
-    return Forward
+from tests.simple_humanoid import BEND_PICK, BETWEEN_TABLES, BETWEEN_TABLES_INSTRUCTION, FAUCET, INSTRUCTION, Forward
 
 
 def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outside_the_budget(
