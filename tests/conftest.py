@@ -177,9 +177,9 @@ def simpler_env_host(catalogs, monkeypatch):
 def simple_double(tmp_path, monkeypatch, catalogs):
     """A host with the double checkout at the pinned revision, ready as far as launch goes; its weights are
     placeholders, so the worker is told their hashes (the catalog holds the real ones)."""
-    revision = load_catalog("simple_humanoid").upstream["simple"]["revision"]
+    catalog = load_catalog("simple_humanoid")
     root = tmp_path / "SIMPLE"
-    inventory = build_checkout(root, revision, TASKS)
+    inventory = build_checkout(root, catalog.upstream["simple"]["revision"], TASKS, catalog.settings["inventory"])
     monkeypatch.setenv("RSI_SIMPLE_CHECKOUT", str(root))
     monkeypatch.setenv("RSI_SIMPLE_PYTHON", sys.executable)
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))

@@ -16,6 +16,8 @@ from evaluator.policies.base import Policy, PolicyReply
 from evaluator.protocol.catalogs import load_catalog
 from tests.simple_humanoid import BEND_PICK, BETWEEN_TABLES, BETWEEN_TABLES_INSTRUCTION, FAUCET, INSTRUCTION, Forward
 
+_ONNX_BALANCE = "third_party/decoupled_wbc/sim2mujoco/resources/robots/g1/policy/GR00T-WholeBodyControl-Balance.onnx"
+
 
 def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outside_the_budget(
     simple_double, forward, run_cell
@@ -32,7 +34,18 @@ def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outsi
         reset["inventory"]["problems"] == []
         and reset["inventory"]["revision"] == (load_catalog("simple_humanoid").upstream["simple"]["revision"])
     )
-    assert reset["released_reset"]["episode_index"] == 0 and reset["released_reset"]["scene_repaired"] is True
+    # "Everything checked is recorded": the weights and the robot's MJCF (no published hash) by sha256,
+    # the released reset read, and SIMPLE's scene repair applied to it
+    files = reset["inventory"]["files"]
+    assert set(files) == set(load_catalog("simple_humanoid").settings["inventory"]["amo"])
+    assert len(files["data/robots/g1/g1_29dof_wholebody_dex3.xml"]["sha256"]) == 64
+    released = reset["released_reset"]
+    assert (released["episode_index"], released["scene_repaired"], released["scene_repair"]) == (
+        0,
+        True,
+        ["102344280", "scene3"],
+    )
+    assert released["file"] == f"data/simple-eval/{BEND_PICK}/level-0/meta/episodes.jsonl"
 
 
 def test_the_evidence_and_the_native_log_lie_under_the_policys_results_simple_humanoid_namespace(
@@ -96,11 +109,24 @@ def test_success_already_true_while_standing_is_an_error_before_any_policy_call(
     assert attempt.policy_calls == 0 and "already true at reset" in attempt.error_detail
 
 
-def test_an_inventory_mismatch_stops_the_episode_before_the_first_policy_call(simple_double, forward, run_cell):
-    (simple_double / "src/simple/robots/policy/amo_jit.pt").write_bytes(b"other weights")
-    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+@pytest.mark.parametrize(
+    "task, path, change, problem",
+    [
+        (BEND_PICK, "src/simple/robots/policy/amo_jit.pt", "alter", "has sha256"),
+        (BEND_PICK, "data/robots/g1/g1_29dof_wholebody_dex3.xml", "remove", "is missing"),
+        (FAUCET, _ONNX_BALANCE, "alter", "has sha256"),
+    ],
+)
+def test_an_inventory_mismatch_stops_the_episode_before_the_first_policy_call(
+    simple_double, forward, run_cell, task, path, change, problem
+):
+    if change == "alter":
+        (simple_double / path).write_bytes(b"other weights")
+    else:
+        (simple_double / path).unlink()
+    attempt = run_cell(benchmark="simple_humanoid", task=task, policy="forward", seed=20260907)
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
-    assert attempt.policy_calls == 0 and "src/simple/robots/policy/amo_jit.pt has sha256" in attempt.error_detail
+    assert attempt.policy_calls == 0 and f"{path} {problem}" in attempt.error_detail
 
 
 def test_a_crash_of_the_native_runtime_mid_episode_is_an_environment_error(

@@ -68,7 +68,8 @@ def sha256_file(path: Path) -> str:
 
 def check_inventory(root: Path, pinned_revision: str, files: dict[str, str]) -> dict:
     """The checkout's revision against the pin and each file against its sha256 (or the leading hex
-    digits of it the facts give). Everything checked is recorded; `problems` lists every mismatch."""
+    digits of it the facts give; none: the file must exist). Everything checked is recorded, each file's
+    full sha256 included; `problems` lists every mismatch."""
     problems = []
     if not (root / "src" / "simple").is_dir():
         return {"checkout": str(root), "problems": [f"{root} is not a SIMPLE checkout (no src/simple)"], "files": {}}
@@ -114,6 +115,7 @@ def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict,
         "line_sha256": hashlib.sha256(line.encode()).hexdigest(),
         "state_dict_sha256": hashlib.sha256(repaired.encode()).hexdigest(),
         "scene_repaired": repaired != raw,
+        "scene_repair": list(SCENE_REPAIR),  # SIMPLE's own (datasets/lerobot.py:21)
         # The metadata's task language has its outer whitespace trimmed; the observation keeps the native one.
         "metadata_tasks": entry.get("tasks"),
     }

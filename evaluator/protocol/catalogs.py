@@ -241,8 +241,12 @@ def _build_simple_humanoid(doc: dict) -> dict:
     inventory = _require(doc, "inventory", dict, "simple_humanoid")
     for backend_name in backends:
         for path, digest in _require(inventory, backend_name, dict, "inventory").items():
-            if not (isinstance(digest, str) and 8 <= len(digest) <= 64 and set(digest) <= set("0123456789abcdef")):
-                raise CatalogError(f"inventory {backend_name} {path}: sha256 must be 8-64 hex digits, got {digest!r}")
+            # empty: no published hash, the file must exist and its sha256 is recorded
+            hex_digits = isinstance(digest, str) and set(digest) <= set("0123456789abcdef")
+            if not (hex_digits and (digest == "" or 8 <= len(digest) <= 64)):
+                raise CatalogError(
+                    f"inventory {backend_name} {path}: sha256 must be 8-64 hex digits or empty, got {digest!r}"
+                )
     return {
         "tasks": tasks,
         "aliases": {},

@@ -302,11 +302,13 @@ for uid in TASKS:
 '''
 
 
-def build_checkout(root: Path, revision: str, tasks: dict[str, tuple[str, str]], episodes: int = 10) -> dict:
+def build_checkout(
+    root: Path, revision: str, tasks: dict[str, tuple[str, str]], files: dict[str, dict[str, str]], episodes: int = 10
+) -> dict:
     """Write the double under `root`: a checkout at `revision` with `tasks` ({uid: (native instruction,
-    backend)}) and
-    their released resets. Returns its inventory ({backend: {path: sha256}}): its weights are placeholders,
-    so the catalog's hashes of the real ones cannot match them."""
+    backend)}), their released resets and a placeholder at each path of the catalog's inventory `files`
+    ({backend: {path: sha256}}). Returns its own inventory in that form: the placeholders cannot match the
+    catalog's hashes of the real weights; a path the catalog names without a hash keeps none."""
     import hashlib
 
     (root / ".git").mkdir(parents=True)
@@ -327,11 +329,13 @@ def build_checkout(root: Path, revision: str, tasks: dict[str, tuple[str, str]],
     (package / "core" / "action.py").write_text(ACTION_CMD)
     (package / "envs" / "__init__.py").write_text(REGISTER)
     (package / "envs" / "wrappers" / "stand_stabilization.py").write_text(WRAPPER)
-    inventory = {"amo": {}, "sonic": {}}
-    for name in ("amo_jit.pt", "adapter_jit.pt", "adapter_norm_stats.pt"):
-        path = package / "robots" / "policy" / name
-        path.write_bytes(f"double of {name}".encode())
-        inventory["amo"][str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    inventory = {backend: {} for backend in files}
+    for backend, paths in files.items():
+        for relative, digest in paths.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(f"double of {path.name}".encode())
+            inventory[backend][relative] = hashlib.sha256(path.read_bytes()).hexdigest() if digest else ""
     for uid, (instruction, _) in tasks.items():
         meta = root / "data" / "simple-eval" / uid / "level-0" / "meta"
         meta.mkdir(parents=True)
