@@ -128,10 +128,12 @@ class LaunchForm(forms.Form):
             data["config"], data["budgets"] = config, _budgets(config, tasks)
             # check_launch's checks: the seeds' as a field (above), the rest here.
             if seeds is not None:
-                try:
-                    check_cell_count(len(tasks), len(seeds))
-                except ProtocolError as exc:
-                    problems.append(str(exc))
+                catalog = load_catalog(config.benchmark)
+                for check in (catalog.check_seeds, lambda seeds: check_cell_count(len(tasks), len(seeds))):
+                    try:
+                        check(seeds)
+                    except ProtocolError as exc:
+                        problems.append(str(exc))
             if "policy" in data:
                 problems += map(str, plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config))
         for problem in dict.fromkeys(problems):

@@ -58,7 +58,11 @@ def check_launch(
 ) -> list[Task]:
     """Every check of a plan, all of them run: one problem raises its own typed error, several a
     LaunchRefused that holds each."""
-    problems = _problems(lambda: check_seeds(seeds), lambda: check_cell_count(len(task_names), len(seeds)))
+    problems = _problems(
+        lambda: check_seeds(seeds),
+        lambda: load_catalog(benchmark).check_seeds(seeds),
+        lambda: check_cell_count(len(task_names), len(seeds)),
+    )
     problems += plan_problems(benchmark, task_names, policy, config)
     if len(problems) == 1:
         raise problems[0]

@@ -16,6 +16,7 @@ from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
 from evaluator.queries import campaign_cells, compare_campaigns
 from tests.records import finish_cell
+from tests.simple_humanoid import BEND_PICK
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
@@ -142,11 +143,36 @@ def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(catalogs):
             name="humanoid",
             benchmark="simple_humanoid",
             task_names=["G1WholebodyBendPickMP-v0"],
-            seeds=[0],
+            seeds=[20260907],
             policy="noop",
             config=configure("simple_humanoid"),
         )
     assert not Campaign.objects.exists()
+
+
+@pytest.mark.parametrize("seeds", [[0], [20260907, 20260908]])
+def test_simple_humanoids_fast_mode_refuses_any_seed_but_20260907(simple_double, seeds):
+    # "Fast mode selects each task once with seed 20260907, DR0 and released episode index 0."
+    ensure_builtin_policies()
+    launch = dict(
+        name="humanoid",
+        benchmark="simple_humanoid",
+        task_names=[BEND_PICK],
+        policy="noop",
+        config=configure("simple_humanoid"),
+    )
+    with pytest.raises(InvalidSeeds, match="simple_humanoid's fast mode runs each task once with seed 20260907"):
+        do_launch_campaign(seeds=seeds, **launch)
+    assert not Campaign.objects.exists()
+    assert do_launch_campaign(seeds=[20260907], **launch).attempts.get().seed == 20260907
+
+
+def test_the_launch_form_names_simple_humanoids_fast_mode_seed(simple_double, operator):
+    form = {**LAUNCH, "benchmark": "simple_humanoid", "tasks": [BEND_PICK], "sensors": "rgb-qpos31", "seed": "3"}
+    page = operator.post(reverse("evaluator:launch"), form).content.decode()
+    assert "simple_humanoid&#x27;s fast mode runs each task once with seed 20260907, not seeds [3]" in page
+    page = operator.post(reverse("evaluator:launch"), {**form, "seed": "20260907"}).content.decode()
+    assert "fast mode" not in page and "<b>1</b> cells: 1 task × 1 seed" in page
 
 
 def test_a_cell_of_an_unrunnable_benchmark_is_not_started(make_attempt, django_user_model):

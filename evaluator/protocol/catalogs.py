@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 from .errors import CatalogError, InvalidCombination, UnknownBenchmark, UnknownTask
 from .identity import DEFAULT_SCOPE, ProtocolConfig
 from .registry import PROTOCOLS
+from .seeds import InvalidSeeds
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "environment" / "catalogs"
 
@@ -73,6 +74,15 @@ class Catalog:
             hint = "" if config.task_scope != DEFAULT_SCOPE else "; select task scope released-12"
             raise InvalidCombination(f"task {name!r} is not in the {config.task_scope} task scope{hint}")
         return task
+
+    def check_seeds(self, seeds: Sequence[int]) -> None:
+        """A catalog whose fast mode fixes the reset (SIMPLE: "Fast mode selects each task once with seed
+        20260907") refuses any other seeds."""
+        fast = self.settings.get("fast_mode")
+        if fast is not None and list(seeds) != [fast["seed"]]:
+            raise InvalidSeeds(
+                f"{self.benchmark}'s fast mode runs each task once with seed {fast['seed']}, not seeds {list(seeds)}"
+            )
 
     @property
     def provenance(self) -> dict:
