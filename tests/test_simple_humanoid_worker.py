@@ -30,6 +30,13 @@ def test_an_amo_episode_succeeds_on_the_native_counter_with_initialization_outsi
     reset = attempt.provenance["reset_info"]
     # "Initialization controls are outside policy budgets and recorded separately": AMO's 60 stands
     assert reset["initialization"] == {"backend": "amo", "controls": 60, "success_seen": False}
+    # "20 ms per public control: AMO 10 x 2 ms": read from MuJoCo's clock, per control and for the stand
+    physics = reset["physics"]
+    assert (physics["timestep_s"], physics["substeps_per_control"]) == (0.002, 10)
+    assert physics["initialization_s"] == pytest.approx(60 * 0.02)
+    infos = [step.info for step in attempt.steps.order_by("index")]
+    assert [i["physics_substeps"] for i in infos] == [10] * 15
+    assert infos[-1]["physics_time_s"] == pytest.approx((60 + 15) * 0.02)
     assert (
         reset["inventory"]["problems"] == []
         and reset["inventory"]["revision"] == (load_catalog("simple_humanoid").upstream["simple"]["revision"])
@@ -170,6 +177,22 @@ def test_a_sonic_episode_stabilizes_outside_the_budget_then_succeeds_on_consecut
     assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("success", 4, 1)
     initialization = attempt.provenance["reset_info"]["initialization"]
     assert initialization == {"backend": "sonic", "controls": 100, "success_seen": False}
+    # "SONIC 4 x 5 ms"
+    physics = attempt.provenance["reset_info"]["physics"]
+    assert (physics["timestep_s"], physics["substeps_per_control"]) == (0.005, 4)
+    assert physics["initialization_s"] == pytest.approx(100 * 0.02)
+    assert [step.info["physics_substeps"] for step in attempt.steps.all()] == [4] * 4
+
+
+def test_a_control_that_is_not_20_ms_of_physics_is_an_environment_error(simple_double, forward, run_cell, monkeypatch):
+    monkeypatch.setenv("SIMPLE_DOUBLE_SUBSTEPS", "5")
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type, attempt.environment_steps) == (
+        "infrastructure_error",
+        "native_runtime",
+        0,
+    )
+    assert "control 1 advanced the physics 0.010000 s (5 x 0.002 s), not 10 x 0.002 s" in attempt.error_detail
 
 
 def test_an_unstable_sonic_start_is_an_error_before_any_policy_call(simple_double, forward, run_cell, monkeypatch):

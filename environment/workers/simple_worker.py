@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import sys
@@ -39,6 +40,9 @@ AMO_STAND_CONTROLS = 60  # StandStabilizationWrapper(n_stand_steps=60), inside r
 # The Teleop (SONIC) tasks as eval_decoupled_wbc builds them (:255-277): no success_criteria override.
 SONIC_MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True}
 WAIST = slice(12, 15)  # waist yaw, roll, pitch in the robot's joint order
+# 20 ms of physics per public control: AMO's 10 mj_steps of 2 ms (g1_wholebody.step), SONIC's
+# control_decimal 4 of 5 ms (SonicLocoManipEnv.step): (substeps, timestep) per backend
+PHYSICS = {"amo": (10, 0.002), "sonic": (4, 0.005)}
 
 
 def checkout_revision(root: Path) -> str:
@@ -206,7 +210,17 @@ class SimpleWorker:
             # the AMO wrapper clears _success after its stand steps: the counted steps saw it
             raise NativeError("reset", "native success is already true at reset: an error, never resampled")
         self.instruction = self.native.task.instruction  # exact, outer whitespace kept
-        reset_info = {"inventory": inventory, "released_reset": released, "initialization": initialization}
+        timestep, self.physics_time = self._physics_clock()
+        substeps, expected = PHYSICS[backend]
+        if not math.isclose(timestep, expected, rel_tol=1e-9):
+            raise NativeError("install", f"SIMPLE's {backend} physics timestep is {timestep} s, not {expected} s")
+        physics = {"timestep_s": timestep, "substeps_per_control": substeps, "initialization_s": self.physics_time}
+        reset_info = {
+            "inventory": inventory,
+            "released_reset": released,
+            "initialization": initialization,
+            "physics": physics,
+        }
         return {"instruction": self.instruction, "reset_info": jsonable(reset_info), "native_steps": 0}, _public(obs)
 
     def step(self, request: dict, arrays: dict) -> tuple[dict, dict]:
@@ -216,6 +230,15 @@ class SimpleWorker:
         command = self._amo_command(action) if self.backend == "amo" else self._sonic_command(action)
         obs, reward, terminated, truncated, info = self.env.step(command)
         self.controls += 1
+        timestep, now = self._physics_clock()
+        substeps = round((now - self.physics_time) / timestep)
+        if substeps != PHYSICS[self.backend][0]:
+            raise NativeError(
+                "native_runtime",
+                f"control {self.controls} advanced the physics {now - self.physics_time:.6f} s ({substeps} x "
+                f"{timestep} s), not {PHYSICS[self.backend][0]} x {timestep} s",
+            )
+        self.physics_time = now
         return {
             # the native step's own flag: no second scorer query (the faucet predicate is stateful)
             "success": bool(self.native._success),
@@ -224,8 +247,13 @@ class SimpleWorker:
             "reward": float(reward),
             "instruction": self.instruction,
             "native_steps": self.controls,
-            "info": {"reward": float(reward)},
+            "info": {"reward": float(reward), "physics_time_s": now, "physics_substeps": substeps},
         }, _public(obs)
+
+    def _physics_clock(self) -> tuple[float, float]:
+        """MuJoCo's timestep and simulated time, read from SIMPLE's MujocoSimulator."""
+        simulator = self.native.mujoco
+        return float(simulator.mjModel.opt.timestep), float(simulator.mjData.time)
 
     def _amo_command(self, action: np.ndarray):
         targets = upper_body_targets(action)

@@ -13,10 +13,13 @@ predicate, gains two increments per control while its condition holds and falls 
 (AMO tasks: a forward velocity command above 0.5; SONIC tasks: the right thumb closed past 0.7, with the
 faucet's criterion 0.2); `terminated` = success; for SONIC, `sonic_config` at gym.make, the robot's
 `stabilized` after 100 checks, `update_reward`, `decoupled_wbc` commands (29 + 7 + 7), and
-`SonicDecoupledWbcAgent` with a pass-through WBC (gear_sonic's SimLoopConfig beside it). What it is
+`SonicDecoupledWbcAgent` with a pass-through WBC (gear_sonic's SimLoopConfig beside it); the env's
+`mujoco` simulator with its timestep and simulated time. What it is
 not: a humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the process at
 control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand;
-SIMPLE_DOUBLE_UNSTABLE=1 keeps a SONIC robot from ever reporting itself stable.
+SIMPLE_DOUBLE_UNSTABLE=1 keeps a SONIC robot from ever reporting itself stable; SIMPLE_DOUBLE_SUBSTEPS=n
+makes each control advance the physics n timesteps instead of the backend's own (AMO 10 x 2 ms, SONIC
+4 x 5 ms).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 
 ENV_DOUBLE = '''"""Double of SIMPLE's envs (tests/doubles/simple_checkout.py)."""
 import os
+import types
 
 import gymnasium
 import numpy as np
@@ -71,6 +75,18 @@ class SonicRobot(Robot):
         }
 
 
+class MujocoSimulator:
+    """What the worker reads of SIMPLE's MujocoSimulator: mjModel.opt.timestep and mjData.time."""
+
+    def __init__(self, timestep):
+        self.mjModel = types.SimpleNamespace(opt=types.SimpleNamespace(timestep=timestep))
+        self.mjData = types.SimpleNamespace(time=0.0)
+
+    def advance(self, substeps):
+        for _ in range(substeps):  # mj_step, one timestep at a time
+            self.mjData.time += self.mjModel.opt.timestep
+
+
 class Task:
     def __init__(self, uid, instruction, criteria, backend):
         self.uid, self.instruction, self.success_criteria = uid, instruction, criteria
@@ -93,6 +109,9 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             (criteria,) = kwargs.values()
             assert set(kwargs) == {"success_criteria"}, kwargs
         self.task = Task(uid, instruction, criteria, backend)
+        # 20 ms per control: AMO's 10 mj_steps of 2 ms, SONIC's control_decimal 4 of 5 ms
+        self.mujoco = MujocoSimulator(0.002 if backend == "amo" else 0.005)
+        self._substeps = int(os.environ.get("SIMPLE_DOUBLE_SUBSTEPS") or (10 if backend == "amo" else 4))
         print(f"building {uid} in {sim_mode}")  # native code prints on stdout: it must not break the protocol
         self.observation_space = gymnasium.spaces.Dict({})
         self.action_space = gymnasium.spaces.Dict({})
@@ -108,6 +127,7 @@ class LocoManipulationEnvDouble(gymnasium.Env):
         if "102344280" in state["scene"]:
             raise FileNotFoundError(f"no scene {state['scene']}: the released metadata needs its scene repair")
         self._success, self._counter, self.step_count = False, 0.0, 0
+        self.mujoco.mjData.time = 0.0
         self.task.robot.checks = 0
         self._qpos = np.asarray(state["joint_qpos"], dtype=np.float32).copy()
         return self._obs(), {}
@@ -133,6 +153,7 @@ class LocoManipulationEnvDouble(gymnasium.Env):
         self._controls += 1
         if int(os.environ.get("SIMPLE_DOUBLE_CRASH_AT", "0") or 0) == self._controls:
             os.abort()
+        self.mujoco.advance(self._substeps)
         robot = self.task.robot
         if action.type == "loco_command":
             robot.command = list(action["command"])
