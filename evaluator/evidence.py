@@ -2,7 +2,9 @@
 
 messages/call-NNNN.png + .json   the exact policy-visible messages (lossless RGB, JSON rest)
 decisions.jsonl, steps.jsonl     every structured response, accepted chunk, executed prefix,
-                                 and per-step native success / terminated / truncated
+                                 and per-step native success / terminated / truncated, with the
+                                 fingerprints of the observation the step returned (a first line,
+                                 step 0, holds the reset observation's: evaluator/fingerprints.py)
 video.mp4 + frames.json          H.264 (yuv420p, a keyframe every 25 frames, faststart) of the
                                  reset frame and one frame per executed control, and its index
                                  (written as a raw stream while the episode runs: see VideoWriter)
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from environment.workers.wire import jsonable
 from evaluator.episode import DecisionRecord
+from evaluator.fingerprints import Fingerprint, fingerprint
 from evaluator.native import NativeObservation
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
 
@@ -153,13 +157,25 @@ class EvidenceWriter:
         (self.root / "messages").mkdir()
         self.decisions = (self.root / "decisions.jsonl").open("w")
         self.steps = (self.root / "steps.jsonl").open("w")
+        # Hashing a frame takes about a millisecond: a thread does it while the worker computes the next step.
+        self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rsi-fingerprint")
+        self._fingerprints: dict[int, Future[Fingerprint]] = {}
 
     @property
     def native_log(self) -> Path:
         return self.root / "native.log"
 
     def frame(self, step: int, observation: NativeObservation) -> None:
+        if self.steps is not None:
+            self._fingerprints[step] = self._hashing.submit(fingerprint, observation.rgb, observation.arrays)
+            if step == 0:
+                reset = {"index": 0, "reset": True, "instruction": observation.instruction}
+                self._write_step(reset)
         self.video.add(observation.rgb, step)
+
+    def _write_step(self, fields: dict) -> None:
+        fields.update(dataclasses.asdict(self._fingerprints.pop(fields["index"]).result()))
+        self.steps.write(json.dumps(jsonable(fields)) + "\n")
 
     def start(self, start: EpisodeStart) -> None:
         """What the policy is told once per episode (network transports repeat it in every request)."""
@@ -189,13 +205,15 @@ class EvidenceWriter:
         fields = {k: v for k, v in dataclasses.asdict(record).items() if k != "steps"}
         self.decisions.write(json.dumps(fields) + "\n")
         for step in record.steps:
-            self.steps.write(json.dumps(jsonable(dataclasses.asdict(step))) + "\n")
+            self._write_step(dataclasses.asdict(step))
         self.decisions.flush()
         self.steps.flush()
 
     def close(self, provenance: dict, summary: dict) -> list[ArtifactFile]:
         """Finish every file and write the manifest; whatever the outcome, evidence is kept."""
         self.video.close()
+        if self.steps is not None:
+            self._hashing.shutdown()
         for handle in (self.decisions, self.steps):
             if handle is not None:
                 handle.close()

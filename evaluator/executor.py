@@ -56,3 +56,28 @@ def submit(attempt_id: int, benchmark: str) -> None:
         run_attempt.apply_async(args=[attempt_id], queue=queue_name(benchmark))
     else:
         _pool.submit(run, attempt_id)
+
+
+def run_replay_job(replay_id: int) -> None:
+    """Run one created replay in this process, as either executor does."""
+    from evaluator.models import Replay
+    from evaluator.replay import run_replay
+
+    close_old_connections()
+    try:
+        run_replay(Replay.objects.select_related("attempt").get(pk=replay_id))
+    except Exception:
+        log.exception("replay %s ended with an evaluator fault", replay_id)
+        raise
+    finally:
+        close_old_connections()
+
+
+def submit_replay(replay_id: int, benchmark: str) -> None:
+    """A replay needs the benchmark's native worker: it runs where the benchmark's attempts run."""
+    if settings.RSI_EXECUTOR == "celery":
+        from evaluator.tasks import run_replay
+
+        run_replay.apply_async(args=[replay_id], queue=queue_name(benchmark))
+    else:
+        _pool.submit(run_replay_job, replay_id)

@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import numpy as np
 from django.http import FileResponse, HttpRequest, HttpResponse
 from PIL import Image
 
@@ -55,7 +56,7 @@ def _position(digits: str) -> int | None:
     return int(digits) if len(digits) <= 18 else 10**18
 
 
-def exact_frame_png(video: Path, number: int, fps: float) -> bytes:
+def exact_frame(video: Path, number: int, fps: float) -> np.ndarray:
     """Decode frame `number` exactly: seek to the keyframe before it, then decode forward to it."""
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
@@ -63,9 +64,17 @@ def exact_frame_png(video: Path, number: int, fps: float) -> bytes:
         container.seek(pts, stream=stream, backward=True, any_frame=False)
         for frame in container.decode(stream):
             if frame.pts == pts:
-                buffer = io.BytesIO()
-                Image.fromarray(frame.to_ndarray(format="rgb24")).save(buffer, format="PNG", compress_level=1)
-                return buffer.getvalue()
+                return frame.to_ndarray(format="rgb24")
             if frame.pts is not None and frame.pts > pts:
                 break
     raise LookupError(f"no frame {number} in {video.name}")
+
+
+def png_of(rgb: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def exact_frame_png(video: Path, number: int, fps: float) -> bytes:
+    return png_of(exact_frame(video, number, fps))

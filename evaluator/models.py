@@ -488,3 +488,45 @@ class RealRobotRate(models.Model):
         if self.pk is not None:
             raise RecordImmutable(f"real-robot rate {self.pk} is a record: enter a new policy's rate instead")
         super().save(*args, **kwargs)
+
+
+class Replay(models.Model):
+    """An attempt executed again open loop (its executed actions, no policy) in a fresh native worker of the
+    same benchmark, catalog entry, construction and seed, compared step by step with its evidence
+    (evaluator/replay.py). Its own record: never a scored attempt, never pooled; once finished, final."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+
+    class Verdict(models.TextChoices):
+        IDENTICAL = "identical", "identical"
+        DIVERGENT = "divergent", "divergent"
+        NO_FINGERPRINTS = "no_fingerprints", "no fingerprints"  # older evidence: nothing to compare against
+        ERROR = "error", "could not replay"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="replays")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    campaign_check = models.CharField(max_length=64, blank=True, help_text="The campaign check that picked it.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    steps_compared = models.PositiveIntegerField(default=0, help_text="Observations compared, the reset's included.")
+    human_steps = models.PositiveIntegerField(default=0, help_text="Executed steps a human decided.")
+    divergence = models.JSONField(null=True, blank=True, help_text="The first divergent step and what differed.")
+    detail = models.TextField(blank=True)
+    evidence_dir = models.CharField(max_length=200, blank=True, help_text="Its diff pictures, under MEDIA_ROOT.")
+    evaluator_revision = models.CharField(max_length=100)
+    environment = models.JSONField(default=dict, help_text="The worker's own description and timeouts.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"Replay {self.pk} of attempt {self.attempt_id}: {self.verdict or self.status}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and Replay.objects.filter(pk=self.pk, status=self.Status.FINISHED).exists():
+            raise RecordImmutable(f"replay {self.pk} is finished: replay the attempt again instead")
+        super().save(*args, **kwargs)

@@ -30,7 +30,7 @@ from evaluator.models import (
     Decision,
     Step,
 )
-from evaluator.native import NativeObservation, NativeWorker, WorkerFailure
+from evaluator.native import NativeObservation, NativeWorker, WorkerFailure, WorkerSpec
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
 from evaluator.policies.specs import build_policy
 from evaluator.protocol.budgets import resolve_budget
@@ -221,7 +221,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         campaign_id=campaign.pk,
     )
     try:
-        spec = worker_spec(campaign.benchmark.name, task.details)
+        spec, options = native_conditions(attempt, budget.evaluation_horizon)
         provenance["worker"] = {
             "python": spec.python,
             "script": spec.script.name,
@@ -237,13 +237,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             budget=budget,
             contract=action_contract(config.benchmark, config.interface_version),
             seed=attempt.seed,
-            reset_options=reset_options(
-                campaign.benchmark.name,
-                task,
-                budget.evaluation_horizon,
-                load_catalog(campaign.benchmark.name),
-                attempt.full_cell,
-            ),
+            reset_options=options,
             sensors=config.sensor_arrays,
             native_termination_ends=family(config.benchmark).native_termination_ends,
             control=control,
@@ -270,6 +264,13 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             provenance["reset_info"] = worker.reset_info
             provenance["worker"]["closed"] = worker.close()
     return _finish(attempt, result, evidence, provenance)
+
+
+def native_conditions(attempt: Attempt, evaluation_horizon: int) -> tuple[WorkerSpec, dict]:
+    """The native worker and reset options of an attempt: its run and every replay of it build the same."""
+    benchmark, task = attempt.campaign.benchmark.name, attempt.task
+    options = reset_options(benchmark, task, evaluation_horizon, load_catalog(benchmark), attempt.full_cell)
+    return worker_spec(benchmark, task.details), options
 
 
 def evidence_folder(attempt: Attempt) -> str:

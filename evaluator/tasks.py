@@ -33,6 +33,14 @@ def run_attempt(attempt_id: int) -> None:
         log.warning("rsi.run_attempt attempt=%s refused: %s", attempt_id, refused)
 
 
+@app.task(name="rsi.run_replay", ignore_result=True, acks_late=False, max_retries=0)
+def run_replay(replay_id: int) -> None:
+    from evaluator.executor import run_replay_job
+
+    log.warning("rsi.run_replay replay=%s runner=%s", replay_id, this_process())
+    run_replay_job(replay_id)
+
+
 @app.task(name="rsi.reap", ignore_result=True, acks_late=False, max_retries=0)
 def reap() -> None:
     from evaluator.recovery import reap_lost_attempts

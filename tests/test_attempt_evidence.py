@@ -70,8 +70,12 @@ def test_responses_and_steps_are_recorded_line_by_line(noop_attempt, media_root)
     assert [d["index"] for d in decisions] == [1, 2, 3, 4, 5, 6]
     assert decisions[0]["response"] == {"actions": [[0.0] * 4] * 5}
     assert decisions[0]["accepted"] == [[0.0] * 4] * 5 and decisions[0]["executed"] == 5
+    # step 0: the reset observation's fingerprints, then one line per executed step
+    reset, steps = steps[0], steps[1:]
+    assert reset["index"] == 0 and reset["reset"] is True and len(reset["rgb_sha256"]) == 64
     assert len(steps) == 30
     assert set(steps[0]) >= {"index", "decision", "action", "success", "terminated", "truncated", "instruction"}
+    assert set(steps[0]) >= {"rgb_sha256", "state_sha256"}
     assert [s["decision"] for s in steps[:6]] == [1, 1, 1, 1, 1, 2]
 
 

@@ -1,0 +1,167 @@
+"""Replay: a finished attempt executed again open loop in a fresh native worker, compared step by step with
+its evidence (issue 16, Done when: first point). Real Fetch rollouts; the divergent one runs through a named
+double of the Fetch worker that perturbs one frame (tests/doubles/perturbing_fetch_worker.py)."""
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from PIL import Image
+
+from evaluator.launching import do_intervene
+from evaluator.models import Attempt, Replay
+from evaluator.policies.base import Policy, PolicyReply
+from evaluator.replay import do_create_replay, run_replay
+from evaluator.verification import INTACT, verify_attempt
+
+DOUBLE = Path(__file__).resolve().parent / "doubles" / "perturbing_fetch_worker.py"
+ONE_ACTION_DECISIONS = {"budget_mode": "decisions", "max_policy_calls": 20, "replan_interval": 1}
+
+
+def _replay(attempt: Attempt) -> Replay:
+    return run_replay(do_create_replay(None, attempt))
+
+
+def _steps_jsonl(attempt, media_root) -> list[dict]:
+    return [json.loads(line) for line in (media_root / attempt.evidence_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def test_the_recorded_fingerprints_are_those_of_the_exact_frames_the_policy_saw(run_cell, media_root):
+    # "Every executed step records the sha256 of the exact observation ... plus the reset observation's"
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    lines = _steps_jsonl(attempt, media_root)
+    assert [line["index"] for line in lines] == list(range(attempt.environment_steps + 1))
+    for call in (1, 2, 20):  # call n was shown the observation of step n - 1, losslessly
+        png = media_root / attempt.evidence_dir / "messages" / f"call-{call:04d}.png"
+        pixels = np.asarray(Image.open(png).convert("RGB"))
+        assert hashlib.sha256(np.ascontiguousarray(pixels)).hexdigest() == lines[call - 1]["rgb_sha256"]
+
+
+def test_a_fetch_attempt_replays_identical_at_every_step(run_cell):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    replay = _replay(attempt)
+    assert (replay.verdict, replay.status, replay.divergence) == ("identical", "finished", None)
+    assert replay.steps_compared == attempt.environment_steps + 1 == 21  # the reset observation and 20 steps
+    assert replay.environment["describe"]["benchmark"] == "fetch" and replay.evaluator_revision
+
+
+@pytest.fixture
+def perturbing_worker(monkeypatch):
+    """Replays (not the original runs) go through the double, which perturbs the frame of step 7."""
+    from evaluator import running
+
+    native_conditions = running.native_conditions
+
+    def through_the_double(attempt, horizon):
+        spec, options = native_conditions(attempt, horizon)
+        return dataclasses.replace(spec, script=DOUBLE), options
+
+    monkeypatch.setattr("evaluator.replay.native_conditions", through_the_double)
+    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
+
+
+def test_a_perturbed_frame_is_reported_divergent_at_exactly_its_step_with_the_pixel_count(
+    run_cell, perturbing_worker, media_root
+):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    replay = _replay(attempt)
+    assert replay.verdict == "divergent" and replay.steps_compared == 8  # the reset, then steps 1-7
+    divergence = replay.divergence
+    assert (divergence["step"], divergence["differs"]) == (7, ["rgb_sha256"])
+    frame = divergence["frame"]
+    # step 7's observation was shown to the policy (call 8): a lossless reference, so the count is exact
+    assert frame["exact"] is True and frame["reference"].startswith("messages/call-0008.png")
+    assert (frame["pixels"], frame["max_difference"]) in {(100, 1), (100, 255)}
+    diff = np.asarray(Image.open(media_root / frame["diff"]).convert("RGB"))
+    assert int((diff == (255, 0, 0)).all(axis=2).sum()) == 100
+
+
+def test_without_a_lossless_copy_the_frame_is_compared_with_the_video_and_says_so(run_cell, perturbing_worker):
+    attempt = run_cell(policy="noop", budget_mode="decisions", max_policy_calls=4, replan_interval=5)
+    replay = _replay(attempt)
+    frame = replay.divergence["frame"]
+    assert replay.divergence["step"] == 7 and frame["exact"] is False
+    assert frame["reference"].startswith("video.mp4 frame 7 (H.264: lossy")
+
+
+class TakenOver(Policy):
+    """A policy under watch: at its third call an intervener takes over and sends three actions, then holds
+    the attempt without acting until the hold expires (RSI_MAX_PAUSE_S) and the attempt stops."""
+
+    user = None
+
+    def act(self, message):
+        if message.counters["policy_calls"] == 2:  # the third call
+            attempt = Attempt.objects.get(status="running")
+            do_intervene(self.user, attempt.pk, "take_over")
+            for x in (0.5, -0.5, 0.25):
+                do_intervene(self.user, attempt.pk, "action", action=[x, 0.0, 0.0, 1.0])
+        return PolicyReply({"actions": [[0.0, 0.1, 0.0, -1.0]]})
+
+
+def test_a_take_over_is_replayed_with_the_humans_actions_and_says_so(run_cell, register_policy, monkeypatch):
+    monkeypatch.setenv("RSI_MAX_PAUSE_S", "1")
+    user = get_user_model().objects.create_user("ivan")
+    user.groups.add(Group.objects.get(name="intervener"))
+    TakenOver.user = user
+    register_policy("taken-over", TakenOver)
+    attempt = run_cell(policy="taken-over", budget_mode="decisions", max_policy_calls=8, replan_interval=1)
+    assert (attempt.autonomous, attempt.termination_reason) == (False, "human_stop")
+    assert attempt.accounting["human_decisions"] == 3 and attempt.environment_steps == 6
+    # "replays the human's actions too and says so"
+    replay = _replay(attempt)
+    assert (replay.verdict, replay.human_steps, replay.steps_compared) == ("identical", 3, 7)
+    replayed = [step.action for step in attempt.steps.order_by("index")]
+    assert replayed[3:] == [[0.5, 0.0, 0.0, 1.0], [-0.5, 0.0, 0.0, 1.0], [0.25, 0.0, 0.0, 1.0]]
+
+
+def test_a_replay_changes_nothing_of_the_attempt(run_cell, perturbing_worker, media_root):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    before = Attempt.objects.filter(pk=attempt.pk).values().get()
+    files = {p: p.read_bytes() for p in (media_root / attempt.evidence_dir).rglob("*") if p.is_file()}
+    _replay(attempt)
+    _replay(attempt)
+    assert Attempt.objects.filter(pk=attempt.pk).values().get() == before
+    assert {p: p.read_bytes() for p in (media_root / attempt.evidence_dir).rglob("*") if p.is_file()} == files
+    assert verify_attempt(attempt, hashes=True).state == INTACT
+    assert attempt.replays.count() == 2 and Attempt.objects.count() == 1  # records of their own, no new attempt
+    # "never overwrite a record": a finished replay is final
+    replay = attempt.replays.first()
+    replay.detail = "rewritten"
+    with pytest.raises(Exception, match="finished"):
+        replay.save()
+
+
+def test_an_attempt_without_fingerprints_says_so_instead_of_guessing(run_cell, media_root):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    steps = media_root / attempt.evidence_dir / "steps.jsonl"
+    older = [{k: v for k, v in line.items() if not k.endswith("sha256")} for line in _steps_jsonl(attempt, media_root)]
+    steps.write_text("".join(json.dumps(line) + "\n" for line in older[1:]))  # as evidence was before
+    replay = _replay(attempt)
+    assert replay.verdict == "no_fingerprints" and replay.steps_compared == 0
+    assert "has no observation fingerprints" in replay.detail
+
+
+def test_the_replay_command_prints_the_verdict_and_exits_1_when_divergent(run_cell, perturbing_worker, capsys):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    with pytest.raises(CommandError, match="first divergent step 7") as raised:
+        call_command("replay", str(attempt.pk), "--json")
+    assert raised.value.returncode == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["verdict"] == "divergent" and printed["divergence"]["frame"]["pixels"] == 100
+
+
+def test_the_replay_command_exits_0_when_identical_and_2_when_it_cannot_compare(run_cell, capsys):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    call_command("replay", str(attempt.pk))
+    assert "verdict          identical" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="no attempt 999") as raised:
+        call_command("replay", "999")
+    assert raised.value.returncode == 2
