@@ -31,7 +31,7 @@ from evaluator.launching import (
 )
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
-from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy
+from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy, Replay
 from evaluator.protocol.actions import ActionContract
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
@@ -46,6 +46,7 @@ from evaluator.queries import (
     sim_to_real_report,
 )
 from evaluator.readiness import Readiness, readiness
+from evaluator.replay import do_start_replay
 from evaluator.verification import verify_attempt
 
 PAGE_SIZE = 50
@@ -253,6 +254,31 @@ def rerun_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Re-run {rerun.pk} of attempt {attempt.pk} is pending: start it explicitly.")
     return redirect("evaluator:campaign", attempt.campaign_id)
+
+
+@login_required
+@require_POST
+def replay_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """Operators: replay a finished attempt open loop on the executor; its verdict appears on the review page."""
+    attempt = _attempt(request, attempt_id)
+    try:
+        replay = do_start_replay(request.user, attempt)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Replay {replay.pk} of attempt {attempt.pk} is running: reload for its verdict.")
+    return redirect("evaluator:review", attempt.pk)
+
+
+@login_required
+def replay_file(request: HttpRequest, replay_id: int, name: str) -> HttpResponse:
+    """A replay's diff or replayed picture (the names its divergence record gives)."""
+    replay = get_object_or_404(Replay, pk=replay_id)
+    _attempt(request, replay.attempt_id)
+    frame = (replay.divergence or {}).get("frame") or {}
+    if not replay.evidence_dir or f"{replay.evidence_dir}/{name}" not in (frame.get("diff"), frame.get("replayed")):
+        raise Http404("no such picture of this replay")
+    return ranged_file_response(request, Path(settings.MEDIA_ROOT) / replay.evidence_dir / name)
 
 
 @login_required
@@ -527,8 +553,17 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "verification": verify_attempt(attempt),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "speeds": PLAYBACK_SPEEDS,
+            "replays": _replays(attempt),
         },
     )
+
+
+def _replays(attempt: Attempt) -> list[Replay]:
+    replays = list(attempt.replays.select_related("requested_by")[:20])
+    for replay in replays:
+        diff = ((replay.divergence or {}).get("frame") or {}).get("diff")
+        replay.diff_name = diff.rsplit("/", 1)[1] if diff else None
+    return replays
 
 
 @login_required

@@ -165,3 +165,34 @@ def test_the_replay_command_exits_0_when_identical_and_2_when_it_cannot_compare(
     with pytest.raises(CommandError, match="no attempt 999") as raised:
         call_command("replay", "999")
     assert raised.value.returncode == 2
+
+
+def test_an_operator_replays_from_the_review_page_and_reads_the_verdict_there(
+    run_cell, perturbing_worker, operator, django_capture_on_commit_callbacks, monkeypatch
+):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    page = operator.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert 'id="replay"' in page and "none yet" in page
+    submitted = []
+    monkeypatch.setattr("evaluator.executor.submit_replay", lambda *args: submitted.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator.post(f"/attempts/{attempt.pk}/replay/")
+    assert response.status_code == 302
+    replay = Replay.objects.get()
+    assert submitted == [(replay.pk, "fetch")] and replay.status == "running" and replay.requested_by.username == "olga"
+    run_replay(replay)  # as the executor's job does
+    page = operator.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert 'data-verdict="divergent"' in page and "first divergent step" in page and "100 pixels differ" in page
+    diff = operator.get(f"/replays/{replay.pk}/diff-step-0007.png")
+    assert diff.status_code == 200 and b"".join(diff.streaming_content).startswith(b"\x89PNG")
+    assert operator.get(f"/replays/{replay.pk}/provenance.json").status_code == 404
+
+
+def test_a_reviewer_cannot_replay(run_cell, client):
+    attempt = run_cell(policy="noop", **ONE_ACTION_DECISIONS)
+    user = get_user_model().objects.create_user("rita")
+    user.groups.add(Group.objects.get(name="reviewer"))
+    client.force_login(user)
+    assert 'id="replay"' not in client.get(f"/attempts/{attempt.pk}/").content.decode()
+    client.post(f"/attempts/{attempt.pk}/replay/")
+    assert not Replay.objects.exists()
