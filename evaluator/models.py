@@ -490,6 +490,29 @@ class RealRobotRate(models.Model):
         super().save(*args, **kwargs)
 
 
+class CampaignCheck(models.Model):
+    """ "Verify N cells": finished cells of a campaign picked at random, each replayed. The pick is recorded
+    (its seed and the cells) so that anyone can see it was not chosen to please."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="checks")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    cells = models.PositiveIntegerField(help_text="How many finished cells were asked for.")
+    pick_seed = models.BigIntegerField(help_text="The seed of random.Random that picked them.")
+    picked = models.JSONField(help_text="The picked attempts' ids, in the order picked.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"Check {self.pk} of campaign {self.campaign_id}: {len(self.picked)} cells"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise RecordImmutable(f"campaign check {self.pk} is a record: start another check instead")
+        super().save(*args, **kwargs)
+
+
 class Replay(models.Model):
     """An attempt executed again open loop (its executed actions, no policy) in a fresh native worker of the
     same benchmark, catalog entry, construction and seed, compared step by step with its evidence
@@ -507,7 +530,14 @@ class Replay(models.Model):
 
     attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="replays")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
-    campaign_check = models.CharField(max_length=64, blank=True, help_text="The campaign check that picked it.")
+    campaign_check = models.ForeignKey(
+        CampaignCheck,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="replays",
+        help_text="What picked it.",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
     steps_compared = models.PositiveIntegerField(default=0, help_text="Observations compared, the reset's included.")

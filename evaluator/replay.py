@@ -11,8 +11,11 @@ it never changes the attempt, is never scored and never pooled.
 
 from __future__ import annotations
 
+import functools
 import json
+import random
 import secrets
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +27,7 @@ from PIL import Image
 from evaluator.fingerprints import rgb_sha256, state_sha256
 from evaluator.launching import check_can, check_ready
 from evaluator.media import exact_frame, png_of
-from evaluator.models import Attempt, Replay
+from evaluator.models import Attempt, Campaign, CampaignCheck, Replay
 from evaluator.native import NativeObservation, NativeStep, NativeWorker, WorkerFailure
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused
@@ -49,7 +52,7 @@ def check_replay(user, attempt: Attempt) -> None:
     check_ready(benchmark)
 
 
-def do_create_replay(user, attempt: Attempt, campaign_check: str = "") -> Replay:
+def do_create_replay(user, attempt: Attempt, campaign_check=None) -> Replay:
     check_replay(user, attempt)
     return Replay.objects.create(
         attempt=attempt, requested_by=user, campaign_check=campaign_check, evaluator_revision=evaluator_revision()
@@ -64,6 +67,67 @@ def do_start_replay(user, attempt: Attempt) -> Replay:
         replay = do_create_replay(user, attempt)
         transaction.on_commit(lambda: executor.submit_replay(replay.pk, attempt.campaign.benchmark.name))
     return replay
+
+
+MAX_CHECK_CELLS = 50
+
+
+def check_campaign_check(user, campaign: Campaign, cells: int) -> list[int]:
+    """The campaign's finished cells (re-runs apart), if `cells` of them can be picked and replayed here."""
+    if user is not None:
+        check_can(user, "start_attempt")
+    if isinstance(cells, bool) or not isinstance(cells, int) or not 1 <= cells <= MAX_CHECK_CELLS:
+        raise LaunchRefused(f"verify between 1 and {MAX_CHECK_CELLS} cells, got {cells!r}")
+    finished = campaign.attempts.filter(status=Attempt.Status.FINISHED, rerun_of__isnull=True)
+    ids = sorted(finished.values_list("pk", flat=True))
+    if cells > len(ids):
+        raise LaunchRefused(f"campaign {campaign.pk} has {len(ids)} finished cells, fewer than {cells}")
+    check_ready(campaign.benchmark.name)
+    return ids
+
+
+def do_create_campaign_check(user, campaign: Campaign, cells: int, pick_seed: int | None = None) -> CampaignCheck:
+    """Pick `cells` finished cells at random (the seed and the pick recorded) and create a replay of each."""
+    ids = check_campaign_check(user, campaign, cells)
+    seed = secrets.randbelow(2**32) if pick_seed is None else pick_seed
+    picked = random.Random(seed).sample(ids, cells)
+    with transaction.atomic():
+        check = CampaignCheck.objects.create(
+            campaign=campaign, requested_by=user, cells=cells, pick_seed=seed, picked=picked
+        )
+        attempts = Attempt.objects.select_related("campaign__benchmark").in_bulk(picked)
+        for attempt_id in picked:
+            do_create_replay(user, attempts[attempt_id], campaign_check=check)
+    return check
+
+
+def do_start_campaign_check(user, campaign: Campaign, cells: int) -> CampaignCheck:
+    """The campaign page's "verify N cells": its replays run on the executor, after the transaction commits."""
+    from evaluator import executor
+
+    with transaction.atomic():
+        check = do_create_campaign_check(user, campaign, cells)
+        for replay in check.replays.all():
+            transaction.on_commit(functools.partial(executor.submit_replay, replay.pk, campaign.benchmark.name))
+    return check
+
+
+def check_summary(check: CampaignCheck) -> dict:
+    """The share of the picked cells reproduced: identical over those whose replay could compare."""
+    verdicts = Counter(check.replays.values_list("verdict", flat=True))
+    compared = verdicts[Replay.Verdict.IDENTICAL] + verdicts[Replay.Verdict.DIVERGENT]
+    return {
+        "check": check.pk,
+        "cells": check.cells,
+        "pick_seed": check.pick_seed,
+        "picked": check.picked,
+        "running": verdicts[""],
+        "identical": verdicts[Replay.Verdict.IDENTICAL],
+        "divergent": verdicts[Replay.Verdict.DIVERGENT],
+        "could_not_compare": verdicts[Replay.Verdict.NO_FINGERPRINTS] + verdicts[Replay.Verdict.ERROR],
+        "compared": compared,
+        "reproduced": verdicts[Replay.Verdict.IDENTICAL] / compared if compared else None,
+    }
 
 
 def recorded_steps(attempt: Attempt) -> list[dict] | None:

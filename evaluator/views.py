@@ -46,7 +46,7 @@ from evaluator.queries import (
     sim_to_real_report,
 )
 from evaluator.readiness import Readiness, readiness
-from evaluator.replay import do_start_replay
+from evaluator.replay import MAX_CHECK_CELLS, check_summary, do_start_campaign_check, do_start_replay
 from evaluator.verification import verify_attempt
 
 PAGE_SIZE = 50
@@ -215,8 +215,35 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "active": (full.running > 0 if full else False)
             or any(c.status in ("queued", "running") for c in cells + reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "check": _latest_check(campaign),
+            "max_check_cells": MAX_CHECK_CELLS,
         },
     )
+
+
+def _latest_check(campaign: Campaign) -> dict | None:
+    check = campaign.checks.first()
+    return check_summary(check) if check else None
+
+
+@login_required
+@require_POST
+def verify_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Operators: replay N finished cells picked at random; the share reproduced shows beside the aggregates."""
+    _require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark"), pk=campaign_id)
+    try:
+        cells = int(request.POST.get("cells", ""))
+    except ValueError:
+        messages.error(request, "cells must be a whole number")
+        return redirect("evaluator:campaign", campaign_id)
+    try:
+        check = do_start_campaign_check(request.user, campaign, cells)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Check {check.pk}: replaying {check.cells} cells picked at random.")
+    return redirect("evaluator:campaign", campaign_id)
 
 
 @login_required

@@ -5,6 +5,7 @@ double of the Fetch worker that perturbs one frame (tests/doubles/perturbing_fet
 import dataclasses
 import hashlib
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -196,3 +197,65 @@ def test_a_reviewer_cannot_replay(run_cell, client):
     assert 'id="replay"' not in client.get(f"/attempts/{attempt.pk}/").content.decode()
     client.post(f"/attempts/{attempt.pk}/replay/")
     assert not Replay.objects.exists()
+
+
+@pytest.fixture
+def four_cells(catalogs, media_root):
+    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+    from evaluator.protocol.identity import configure
+    from evaluator.running import do_run_attempt
+
+    ensure_builtin_policies()
+    campaign = do_launch_campaign(
+        name="four",
+        benchmark="fetch",
+        task_names=["reach", "push"],
+        seeds=[1, 2],
+        policy="noop",
+        config=configure("fetch", budget_mode="decisions", max_policy_calls=8, replan_interval=1),
+    )
+    for cell in campaign.attempts.order_by("cell_index"):
+        do_run_attempt(cell)
+    return campaign
+
+
+def test_a_campaign_check_replays_cells_picked_at_random_and_records_the_pick(four_cells, capsys):
+    # "Verify N cells ... replays N cells picked at random (the pick recorded) and shows the share reproduced"
+    call_command("replay", "--campaign", str(four_cells.pk), "--cells", "3", "--pick-seed", "11")
+    assert "3/3 identical (100%)" in capsys.readouterr().out
+    check = four_cells.checks.get()
+    ids = sorted(four_cells.attempts.values_list("pk", flat=True))
+    assert (check.pick_seed, check.picked) == (11, random.Random(11).sample(ids, 3))
+    assert sorted(check.replays.values_list("attempt_id", flat=True)) == sorted(check.picked)
+
+
+def test_the_campaign_page_shows_the_share_reproduced_beside_the_aggregates(
+    four_cells, operator, perturbing_worker, django_capture_on_commit_callbacks, monkeypatch
+):
+    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "3")
+    submitted = []
+    monkeypatch.setattr("evaluator.executor.submit_replay", lambda *args: submitted.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        operator.post(f"/campaigns/{four_cells.pk}/verify/", {"cells": "2"})
+    check = four_cells.checks.get()
+    assert sorted(replay_id for replay_id, _ in submitted) == sorted(check.replays.values_list("pk", flat=True))
+    page = operator.get(f"/campaigns/{four_cells.pk}/").content.decode()
+    assert "no replay compared yet, 2 running" in page
+    for replay in check.replays.all():
+        run_replay(replay)  # as the executor's jobs do; each diverges at the perturbed step 3
+    page = operator.get(f"/campaigns/{four_cells.pk}/").content.decode()
+    assert '<b>0/2</b> replayed cells identical, <b class="error">2 divergent</b>' in page
+    assert f"pick seed {check.pick_seed}" in page
+    assert "verify between 1 and 50 cells" in _follow(
+        operator.post(f"/campaigns/{four_cells.pk}/verify/", {"cells": "0"})
+    )
+    assert "has 4 finished cells, fewer than 5" in _follow(
+        operator.post(f"/campaigns/{four_cells.pk}/verify/", {"cells": "5"})
+    )
+    assert four_cells.checks.count() == 1
+
+
+def _follow(response) -> str:
+    from django.contrib.messages import get_messages
+
+    return " ".join(str(m) for m in get_messages(response.wsgi_request))
