@@ -16,6 +16,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from PIL import Image
 
+from evaluator.benchmarks import worker_spec
+from evaluator.determinism import determinism_probe
 from evaluator.launching import do_intervene
 from evaluator.models import Attempt, Replay
 from evaluator.policies.base import Policy, PolicyReply
@@ -259,3 +261,35 @@ def _follow(response) -> str:
     from django.contrib.messages import get_messages
 
     return " ".join(str(m) for m in get_messages(response.wsgi_request))
+
+
+@pytest.mark.skipif(
+    not Path(worker_spec("maniskill2").python).exists(), reason="make sapien-env builds .venv-sapien (make test does)"
+)
+def test_a_maniskill2_attempt_on_lavapipe_replays_identical(run_cell):
+    # "a ManiSkill2 attempt on lavapipe replays and the result is whatever is true (report it)": measured here,
+    # SAPIEN 2.2.2 on Mesa lavapipe repeats itself bit for bit (as doctor --determinism also finds)
+    attempt = run_cell(
+        benchmark="maniskill2", task="pick_cube", policy="noop", seed=0, budget_mode="decisions", max_policy_calls=2
+    )
+    replay = _replay(attempt)
+    assert (replay.verdict, replay.steps_compared) == ("identical", attempt.environment_steps + 1)
+    assert replay.environment["describe"]["benchmark"] == "sapien"  # the SAPIEN worker serves ManiSkill2
+
+
+def test_doctors_determinism_probe_runs_a_benchmark_twice_and_finds_where_it_differs(monkeypatch):
+    assert determinism_probe("fetch", steps=8) | {"seconds": 0} == {
+        "benchmark": "fetch",
+        "task": "pick_and_place",
+        "seed": 0,
+        "steps": 8,
+        "identical": True,
+        "first_divergent_step": None,
+        "seconds": 0,
+    }
+    # the second run through the double that perturbs the frame of step 7
+    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
+    specs = [worker_spec("fetch"), dataclasses.replace(worker_spec("fetch"), script=DOUBLE)]
+    monkeypatch.setattr("evaluator.determinism.worker_spec", lambda benchmark, details: specs.pop(0))
+    probe = determinism_probe("fetch", steps=8)
+    assert (probe["identical"], probe["first_divergent_step"]) == (False, 7)

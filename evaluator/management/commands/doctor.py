@@ -3,20 +3,28 @@ import json
 from django.core.management.base import BaseCommand
 
 from evaluator.benchmarks import host_report
+from evaluator.determinism import determinism_probe
 
 
 class Command(BaseCommand):
     help = (
         "Rendering and runtime preflight: Vulkan devices, SAPIEN's renderer, ray tracing, the OptiX denoiser, "
         "EGL / MUJOCO_GL, each benchmark's Python environment, and a verdict per benchmark "
-        "(environment/RENDERING.md). Exits 0; the verdicts say what can run here."
+        "(environment/RENDERING.md). Exits 0; the verdicts say what can run here. With --determinism, each "
+        "benchmark that can run here is also run twice from the same seed and its observations compared."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true")
+        parser.add_argument(
+            "--determinism", action="store_true", help="two identical short runs per ready benchmark, compared"
+        )
 
     def handle(self, *args, **options):
         report = host_report()
+        if options["determinism"]:
+            ready = [name for name, verdict in report["benchmarks"].items() if verdict["ready"]]
+            report["determinism"] = {name: determinism_probe(name) for name in ready}
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
@@ -53,6 +61,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{name:<16} {status}: {verdict['reason']}{note}")
             for task, paths in verdict.get("missing_assets", {}).items():
                 self.stdout.write(f"{'':<16}   {task}: missing {', '.join(paths)}")
+        for name, probe in report.get("determinism", {}).items():
+            if probe["identical"] is None:
+                verdict = f"could not run: {probe['reason']}"
+            elif probe["identical"]:
+                verdict = (
+                    f"identical over {probe['steps']} steps, twice from seed {probe['seed']} ({probe['seconds']} s)"
+                )
+            else:
+                verdict = f"NOT identical: the runs differ from step {probe['first_divergent_step']}"
+            self.stdout.write(f"{name:<16} determinism on {probe['task']}: {verdict}")
         scale = report["scale_out"]
         self.stdout.write("")
         self.stdout.write(f"executor         {scale['executor']} (database: {scale['database']})")
