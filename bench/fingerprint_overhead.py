@@ -5,7 +5,8 @@
 One Fetch worker (FetchPickAndPlace, 480x640 frames rendered with MUJOCO_GL=egl) steps zero actions in
 rounds of three, interleaved so that the machine's noise falls on all of them alike:
   bare     the worker's step alone (what the evaluator waits for anyway);
-  inline   the step, then both fingerprints computed on the spot;
+  inline   the step, then what steps.jsonl keeps of the observation (both fingerprints, the numeric
+           arrays) computed on the spot;
   evidence the step, then the fingerprints as the evidence writer takes them: handed to its hashing
            thread, which works while the worker computes the next step (evaluator/evidence.py).
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.benchmarks import worker_spec
-from evaluator.fingerprints import fingerprint
+from evaluator.evidence import observation_record
 from evaluator.native import NativeWorker
 
 ZERO = (0.0, 0.0, 0.0, 0.0)
@@ -46,7 +47,7 @@ def main() -> None:
             start = time.perf_counter()
             observation = worker.step(ZERO).observation
             hashed = time.perf_counter()
-            fingerprint(observation.rgb, observation.arrays)
+            observation_record(observation)
             hash_only.append(time.perf_counter() - hashed)
             times["inline"].append(time.perf_counter() - start)
 
@@ -54,7 +55,7 @@ def main() -> None:
             observation = worker.step(ZERO).observation
             if pending is not None:
                 pending.result()  # the previous step's: written when its decision is
-            pending = hashing.submit(fingerprint, observation.rgb, observation.arrays)
+            pending = hashing.submit(observation_record, observation)
             times["evidence"].append(time.perf_counter() - start)
         pending.result()
     finally:
@@ -64,7 +65,7 @@ def main() -> None:
     bare = statistics.median(times["bare"])
     print(f"{args.steps} steps per way, FetchPickAndPlace 480x640 with rendering, medians")
     print(f"{'bare worker step':<34} {bare * 1e3:7.2f} ms")
-    print(f"{'sha256 of frame + state alone':<34} {statistics.median(hash_only) * 1e3:7.2f} ms")
+    print(f"{'fingerprints + arrays alone':<34} {statistics.median(hash_only) * 1e3:7.2f} ms")
     for way in ("inline", "evidence"):
         median = statistics.median(times[way])
         print(f"{'step + fingerprints, ' + way:<34} {median * 1e3:7.2f} ms   ratio {median / bare:.3f}")

@@ -3,8 +3,8 @@
 messages/call-NNNN.png + .json   the exact policy-visible messages (lossless RGB, JSON rest)
 decisions.jsonl, steps.jsonl     every structured response, accepted chunk, executed prefix,
                                  and per-step native success / terminated / truncated, with the
-                                 fingerprints of the observation the step returned (a first line,
-                                 step 0, holds the reset observation's: evaluator/fingerprints.py)
+                                 fingerprints and numeric arrays of the observation the step
+                                 returned (a first line, step 0, holds the reset observation's)
 video.mp4 + frames.json          H.264 (yuv420p, a keyframe every 25 frames, faststart) of the
                                  reset frame and one frame per executed control, and its index
                                  (written as a raw stream while the episode runs: see VideoWriter)
@@ -26,7 +26,7 @@ import numpy as np
 
 from environment.workers.wire import jsonable
 from evaluator.episode import DecisionRecord
-from evaluator.fingerprints import Fingerprint, fingerprint
+from evaluator.fingerprints import fingerprint
 from evaluator.native import NativeObservation
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
 
@@ -159,7 +159,7 @@ class EvidenceWriter:
         self.steps = (self.root / "steps.jsonl").open("w")
         # Hashing a frame takes about a millisecond: a thread does it while the worker computes the next step.
         self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rsi-fingerprint")
-        self._fingerprints: dict[int, Future[Fingerprint]] = {}
+        self._fingerprints: dict[int, Future[dict]] = {}
 
     @property
     def native_log(self) -> Path:
@@ -167,14 +167,14 @@ class EvidenceWriter:
 
     def frame(self, step: int, observation: NativeObservation) -> None:
         if self.steps is not None:
-            self._fingerprints[step] = self._hashing.submit(fingerprint, observation.rgb, observation.arrays)
+            self._fingerprints[step] = self._hashing.submit(observation_record, observation)
             if step == 0:
                 reset = {"index": 0, "reset": True, "instruction": observation.instruction}
                 self._write_step(reset)
         self.video.add(observation.rgb, step)
 
     def _write_step(self, fields: dict) -> None:
-        fields.update(dataclasses.asdict(self._fingerprints.pop(fields["index"]).result()))
+        fields.update(self._fingerprints.pop(fields["index"]).result())
         self.steps.write(json.dumps(jsonable(fields)) + "\n")
 
     def start(self, start: EpisodeStart) -> None:
@@ -242,6 +242,13 @@ class EvidenceWriter:
         return ArtifactFile(
             path=str(path.relative_to(self.media_root)), kind=kind, sha256=sha256_of(path), size=path.stat().st_size
         )
+
+
+def observation_record(observation: NativeObservation) -> dict:
+    """What steps.jsonl keeps of an observation: its fingerprints, and its numeric arrays (the frame is in
+    the video) for datasets made from the evidence (evaluator/lerobot_export.py)."""
+    state = {name: array.tolist() for name, array in observation.arrays.items() if name != "rgb"}
+    return {**dataclasses.asdict(fingerprint(observation.rgb, observation.arrays)), "state": state}
 
 
 def _message_kind(path: Path) -> str:
