@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env vulkan-layer test-whole-matrix
+.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env lerobot-env vulkan-layer test-whole-matrix
 
 # Serving needs only requirements.txt; the tests add pytest, Playwright, ruff and the torch extra.
 $(VENV)/.installed-run: requirements.txt
@@ -40,6 +40,14 @@ sapien-env: $(SAPIEN_VENV)/.installed
 
 openpi-env: .venv-openpi/.installed
 
+# The lerobot package, to load the LeRobot exports back, in its own venv (it pins its own torch).
+.venv-lerobot/.installed: tests/servers/requirements-lerobot.txt
+	$(PYTHON) -m venv .venv-lerobot
+	.venv-lerobot/bin/python -m pip install --quiet -r tests/servers/requirements-lerobot.txt
+	touch $@
+
+lerobot-env: .venv-lerobot/.installed
+
 # The Vulkan layer that lets SAPIEN create its device on lavapipe (environment/RENDERING.md).
 vulkan-layer:
 	$(MAKE) --no-print-directory -C environment/vulkan
@@ -64,7 +72,7 @@ lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: system-test venv-test sapien-env openpi-env vulkan-layer lint
+test: system-test venv-test sapien-env openpi-env lerobot-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest
 

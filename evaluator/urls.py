@@ -13,6 +13,7 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/", views.campaign, name="campaign"),
     path("campaigns/<int:campaign_id>/start/", views.start_campaign, name="start_campaign"),
     path("campaigns/<int:campaign_id>/verify/", views.verify_campaign, name="verify_campaign"),
+    path("campaigns/<int:campaign_id>/lerobot.zip", views.lerobot_download, name="lerobot_download"),
     path("campaigns/<int:campaign_id>/export.<str:fmt>", views.export_campaign, name="export_campaign"),
     path("attempts/", views.attempts, name="attempts"),
     path("sim-to-real/", views.sim_to_real, name="sim_to_real"),

@@ -6,6 +6,8 @@ import csv
 import datetime
 import io
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import av
@@ -15,7 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -29,6 +31,7 @@ from evaluator.launching import (
     do_rerun,
     do_start_attempts,
 )
+from evaluator.lerobot_export import ExportRefused, write_lerobot_dataset
 from evaluator.live import hub
 from evaluator.media import exact_frame_png, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy, Replay
@@ -244,6 +247,23 @@ def verify_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Check {check.pk}: replaying {check.cells} cells picked at random.")
     return redirect("evaluator:campaign", campaign_id)
+
+
+@login_required
+def lerobot_download(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The campaign's finished attempts as a LeRobot dataset, zipped (evaluator/lerobot_export.py)."""
+    _require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "protocol", "policy"), pk=campaign_id)
+    with tempfile.TemporaryDirectory(prefix="rsi-lerobot-") as folder:
+        name = f"rsi-campaign-{campaign.pk}-lerobot"
+        try:
+            write_lerobot_dataset(campaign, Path(folder) / name)
+        except ExportRefused as exc:
+            messages.error(request, str(exc))
+            return redirect("evaluator:campaign", campaign_id)
+        archive = Path(shutil.make_archive(str(Path(folder) / name), "zip", folder, name))
+        handle = archive.open("rb")  # stays readable after the folder is removed
+    return FileResponse(handle, as_attachment=True, filename=archive.name, content_type="application/zip")
 
 
 @login_required
