@@ -170,3 +170,16 @@ class ArtifactAdmin(ViewOnlyAdmin):
     list_display = ("attempt", "kind", "path", "size", "sha256")
     list_filter = ("kind",)
     readonly_fields = [f.name for f in models.Artifact._meta.fields]
+
+
+@admin.register(models.Replay)
+class ReplayAdmin(ViewOnlyAdmin):
+    list_display = ("attempt", "verdict", "steps_compared", "human_steps", "requested_by", "started_at")
+    list_filter = ("verdict",)
+    readonly_fields = [f.name for f in models.Replay._meta.fields]
+
+
+@admin.register(models.CampaignCheck)
+class CampaignCheckAdmin(ViewOnlyAdmin):
+    list_display = ("campaign", "cells", "pick_seed", "requested_by", "created_at")
+    readonly_fields = [f.name for f in models.CampaignCheck._meta.fields]
