@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from evaluator.protocol.full_matrix import load_matrix
-from tests.servers.cluster import Worker, doctor, manage, query, start, wait
+from tests.servers.cluster import Worker, doctor, manage, query, start, wait, wait_finished
 
 
 def test_a_campaign_of_eight_cells_runs_over_two_workers_each_cell_exactly_once(cluster):
@@ -29,7 +29,7 @@ def test_a_campaign_of_eight_cells_runs_over_two_workers_each_cell_exactly_once(
         ]
         campaign = start(env, "reach push", repeats=4, decisions=20)
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
-        wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(8,)], 300, "8 cells")
+        wait_finished(env, cells, 8, 300, "8 cells")
     finally:
         for worker in workers:
             worker.stop()
@@ -76,7 +76,7 @@ def test_a_worker_killed_mid_episode_leaves_its_attempt_to_the_reaper_and_the_re
         # The other cell completes on another worker.
         second = Worker(tmp, env, "survivor")
         try:
-            wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(2,)], 300, "the rest")
+            wait_finished(env, cells, 2, 300, "the rest")
         finally:
             second.stop()
         assert victim not in second.ran() and first.ran() == [victim]
@@ -224,3 +224,24 @@ def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(clust
     assert set(report["maps"]) == set(per_family) and all(report["maps"].values())
     if families == ["bridge"]:
         assert report["maps"] == {"bridge": ["bridge: task x episode_id"]}
+
+
+def test_the_replays_of_a_campaign_check_run_on_the_workers_of_its_benchmark(cluster):
+    # A replay needs the benchmark's native worker: with the Celery executor it runs on that benchmark's queue.
+    tmp, env, _ = cluster
+    worker = Worker(tmp, env, "replayer")
+    try:
+        campaign = start(env, "reach", repeats=2, decisions=10)
+        cells = f"from evaluator_attempt where campaign_id = {campaign}"
+        wait_finished(env, cells, 2, 300, "2 cells")
+        check = (
+            "from evaluator.models import Campaign; from evaluator.replay import do_start_campaign_check; "
+            f"do_start_campaign_check(None, Campaign.objects.get(pk={campaign}), 2)"
+        )
+        manage(env, "shell", "-c", check)  # as the campaign page's "verify N cells" does
+        replays = f"from evaluator_replay where attempt_id in (select id {cells})"
+        wait_finished(env, replays, 2, 300, "2 replays")
+    finally:
+        worker.stop()
+    assert query(env, f"select verdict, steps_compared {replays}") == [("identical", 11)] * 2
+    assert worker.output().count("rsi.run_replay replay=") == 2

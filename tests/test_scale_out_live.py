@@ -6,7 +6,7 @@ embedded default's."""
 import pytest
 
 from tests.servers.browser import logged_in, shot, wait_until
-from tests.servers.cluster import Worker, manage, query, start, wait
+from tests.servers.cluster import Worker, manage, query, start, wait, wait_finished
 from tests.servers.site import DaphneServer
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
@@ -99,7 +99,7 @@ def test_a_web_process_killed_mid_campaign_loses_nothing_and_its_viewer_reconnec
         wait_until(page, f"Number(document.getElementById('live-frame').dataset.step) > {seen + 10}", timeout=60)
         assert page.inner_text("#live-message") == "reconnected"
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
-        wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(2,)], 300, "both cells")
+        wait_finished(env, cells, 2, 300, "both cells")
     finally:
         worker.stop()
     # Nothing lost, nothing twice: the worker ran each cell once, both complete with every step recorded.
@@ -116,10 +116,10 @@ def test_redis_restarted_between_cells_the_next_cells_still_run(cluster):
     try:
         campaign = start(env, "reach push slide", repeats=1, decisions=60)
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
-        wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(1,)], 120, "the first cell")
+        wait_finished(env, cells, 1, 120, "the first cell")
         redis.stop()  # the broker, channel layer and live store, with two cells still queued
         redis.start()
-        wait(lambda: query(env, f"select count(*) {cells} and status = 'finished'") == [(3,)], 300, "the next cells")
+        wait_finished(env, cells, 3, 300, "the next cells")
     finally:
         worker.stop()
     ids = sorted(pk for (pk,) in query(env, f"select id {cells}"))

@@ -105,6 +105,11 @@ def start(env: dict, tasks: str, repeats: int, decisions: int) -> int:
     return int(re.search(r'"campaign": (\d+)', out).group(1))
 
 
+def wait_finished(env: dict, rows: str, count: int, timeout: float, what: str) -> None:
+    """Wait until `count` rows of `rows` ("from TABLE where ...": attempts or replays) are finished."""
+    wait(lambda: query(env, f"select count(*) {rows} and status = 'finished'") == [(count,)], timeout, what)
+
+
 def wait(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
