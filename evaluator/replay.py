@@ -34,6 +34,7 @@ from evaluator.protocol.errors import LaunchRefused
 from evaluator.running import evaluator_revision, native_conditions
 
 OUTCOME_FIELDS = ("success", "terminated", "truncated")
+MAX_CHECK_CELLS = 50  # cells one campaign check replays
 
 
 def check_replay(user, attempt: Attempt) -> None:
@@ -67,9 +68,6 @@ def do_start_replay(user, attempt: Attempt) -> Replay:
         replay = do_create_replay(user, attempt)
         transaction.on_commit(lambda: executor.submit_replay(replay.pk, attempt.campaign.benchmark.name))
     return replay
-
-
-MAX_CHECK_CELLS = 50
 
 
 def check_campaign_check(user, campaign: Campaign, cells: int) -> list[int]:
