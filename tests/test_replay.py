@@ -293,3 +293,12 @@ def test_doctors_determinism_probe_runs_a_benchmark_twice_and_finds_where_it_dif
     monkeypatch.setattr("evaluator.determinism.worker_spec", lambda benchmark, details: specs.pop(0))
     probe = determinism_probe("fetch", steps=8)
     assert (probe["identical"], probe["first_divergent_step"]) == (False, 7)
+
+
+def test_replays_and_checks_are_listed_in_the_admin_and_cannot_be_changed_there(four_cells, admin_client):
+    call_command("replay", "--campaign", str(four_cells.pk), "--cells", "1", "--pick-seed", "3")
+    replay = Replay.objects.get()
+    assert "identical" in admin_client.get("/admin/evaluator/replay/").content.decode()
+    assert admin_client.get(f"/admin/evaluator/campaigncheck/{replay.campaign_check_id}/change/").status_code == 200
+    admin_client.post(f"/admin/evaluator/replay/{replay.pk}/change/", {"verdict": "divergent"})
+    assert Replay.objects.get().verdict == "identical"
