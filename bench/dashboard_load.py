@@ -8,6 +8,8 @@ server time, no network) and prints median and p95 with the number of SQL querie
 """
 
 import argparse
+import io
+import json
 import os
 import random
 import shutil
@@ -28,18 +30,28 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
+from PIL import Image  # noqa: E402
 
-from bench.timing import report, timed  # noqa: E402
+from bench.timing import percentile, report, timed  # noqa: E402
 from evaluator.launching import do_launch_campaign  # noqa: E402
+from evaluator.media import exact_frame  # noqa: E402
 from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
 from evaluator.running import do_run_attempt  # noqa: E402
 
 OUTCOMES = ["success", "task_failure", "task_failure", "policy_error", "infrastructure_error"]
+
+
+def pillow_png(rgb) -> bytes:
+    """How frames were served before: Pillow's PNG encoder at level 1, after a decode from the keyframe."""
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
 
 
 def populate(total: int) -> list[int]:
@@ -125,13 +137,26 @@ def main() -> None:
         *timed(client, reverse("evaluator:attempts") + "?outcome=success&autonomous=yes", args.requests),
     )
     report("campaign list", *timed(client, reverse("evaluator:campaigns"), args.requests))
-    steps = [random.Random(0).randrange(0, episode.environment_steps + 1) for _ in range(args.requests)]
-    frame_times = []
-    for step in steps:
+    # A reviewer's way through an episode: random jumps, each followed by a few steps forward.
+    rng = random.Random(0)
+    steps = []
+    while len(steps) < args.requests:
+        jump = rng.randrange(0, episode.environment_steps + 1)
+        steps += [s for s in range(jump, jump + 4) if s <= episode.environment_steps]
+    steps = steps[: args.requests]
+    video = Path(settings.MEDIA_ROOT) / episode.artifacts.get(kind="video").path
+    index = {f["step"]: f["frame"] for f in json.loads((video.parent / "frames.json").read_text())["frames"]}
+    endpoint, per_request = [], []
+    for step in steps:  # side by side: the endpoint (decoders kept open) and a decode from the keyframe
         start = time.perf_counter()
         assert client.get(reverse("evaluator:frame", args=[episode.pk, step])).status_code == 200
-        frame_times.append((time.perf_counter() - start) * 1000)
-    report("exact frame (random steps, 640x480)", frame_times)
+        endpoint.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        pillow_png(exact_frame(video, index[step], episode.task.control_hz))
+        per_request.append((time.perf_counter() - start) * 1000)
+    report("exact frame, endpoint (640x480)", endpoint)
+    report("  vs keyframe decode + Pillow PNG", per_request)
+    print(f"  ratio endpoint / decode, p95    {percentile(endpoint, 95) / percentile(per_request, 95):.2f}")
     shutil.rmtree(WORK)
 
 

@@ -21,7 +21,11 @@ def timed(client: Client, url: str, repeat: int) -> tuple[list[float], int]:
     return times, len(captured)
 
 
+def percentile(times: list[float], p: int) -> float:
+    return statistics.quantiles(times, n=100)[p - 1]
+
+
 def report(name: str, times: list[float], queries: int | None = None) -> None:
-    p95 = statistics.quantiles(times, n=20)[-1]
+    p95 = percentile(times, 95)
     extra = f"  {queries} queries" if queries is not None else ""
     print(f"{name:<34} median {statistics.median(times):7.1f} ms   p95 {p95:7.1f} ms{extra}")

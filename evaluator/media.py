@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import mimetypes
 import re
+import threading
+from collections import OrderedDict
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
 from django.http import FileResponse, HttpRequest, HttpResponse
-from PIL import Image
+
+from evaluator.png import png_rgb
 
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -56,6 +58,80 @@ def _position(digits: str) -> int | None:
     return int(digits) if len(digits) <= 18 else 10**18
 
 
+class OpenVideo:
+    """A stored video kept open for a reviewer: its decoder stays where it stopped, and the frames of the
+    last few groups of pictures stay decoded, so stepping through an episode decodes each frame once, a
+    jump decodes only from the keyframe before it (the evidence's videos have one every GOP frames), and
+    going back to a group seen a moment ago decodes nothing."""
+
+    KEPT_GROUPS = 3  # a 640x480 group of 25 frames holds about 12 MB decoded (yuv420p)
+
+    def __init__(self, path: Path, fps: float):
+        self.container = av.open(str(path))
+        self.stream = self.container.streams.video[0]
+        self.frame_rate = Fraction(fps).limit_denominator(1000)
+        self.lock = threading.Lock()
+        self.groups: OrderedDict[int, dict[int, av.VideoFrame]] = OrderedDict()  # first frame -> its frames
+        self.pngs: dict[int, bytes] = {}
+        self.position: int | None = None  # the group the decoder is in
+        self.frames = None
+
+    def png(self, number: int, gop: int) -> bytes:
+        with self.lock:
+            if number not in self.pngs:
+                self.pngs[number] = png_rgb(self._frame(number, gop))
+            return self.pngs[number]
+
+    def _frame(self, number: int, gop: int) -> np.ndarray:
+        start = number - number % gop
+        group = self.groups.setdefault(start, {})
+        self.groups.move_to_end(start)
+        while len(self.groups) > self.KEPT_GROUPS:
+            dropped, _ = self.groups.popitem(last=False)
+            self.pngs = {n: png for n, png in self.pngs.items() if not dropped <= n < dropped + gop}
+            if dropped == self.position:  # its decoded frames are gone: the decoder must seek back to use it
+                self.position = None
+        if number not in group and self.position != start:
+            self.container.seek(self._pts(start), stream=self.stream, backward=True, any_frame=False)
+            self.frames, self.position = self.container.decode(self.stream), start
+        while number not in group:
+            frame = next(self.frames, None)
+            if frame is None or frame.pts is None:
+                raise LookupError(f"no frame {number} in {self.container.name}")
+            decoded = round(frame.pts * self.stream.time_base * self.frame_rate)
+            if decoded > number:
+                raise LookupError(f"no frame {number} in {self.container.name}")
+            if decoded >= start:
+                group[decoded] = frame  # converted to RGB only if asked for
+        return group[number].to_ndarray(format="rgb24")
+
+    def _pts(self, number: int) -> int:
+        return round(Fraction(number) / self.frame_rate / self.stream.time_base)
+
+
+class OpenVideos:
+    """The few videos reviewed last, kept open (bounded: each holds at most one decoded GOP). One dropped
+    from the list closes once no request reads it any more."""
+
+    def __init__(self, size: int = 4):
+        self.size = size
+        self.lock = threading.Lock()
+        self.videos: OrderedDict[tuple, OpenVideo] = OrderedDict()
+
+    def png(self, path: Path, number: int, fps: float, gop: int) -> bytes:
+        stat = path.stat()  # a changed file is another video (evidence never changes; verify-evidence says so)
+        key = (str(path), stat.st_mtime_ns, stat.st_size, fps)
+        with self.lock:
+            video = self.videos.pop(key, None) or OpenVideo(path, fps)
+            self.videos[key] = video
+            while len(self.videos) > self.size:
+                self.videos.popitem(last=False)
+        return video.png(number, gop)
+
+
+OPEN_VIDEOS = OpenVideos()
+
+
 def exact_frame(video: Path, number: int, fps: float) -> np.ndarray:
     """Decode frame `number` exactly: seek to the keyframe before it, then decode forward to it."""
     with av.open(str(video)) as container:
@@ -68,13 +144,3 @@ def exact_frame(video: Path, number: int, fps: float) -> np.ndarray:
             if frame.pts is not None and frame.pts > pts:
                 break
     raise LookupError(f"no frame {number} in {video.name}")
-
-
-def png_of(rgb: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
-
-
-def exact_frame_png(video: Path, number: int, fps: float) -> bytes:
-    return png_of(exact_frame(video, number, fps))

@@ -26,9 +26,10 @@ from PIL import Image
 
 from evaluator.fingerprints import rgb_sha256, state_sha256
 from evaluator.launching import check_can, check_ready
-from evaluator.media import exact_frame, png_of
+from evaluator.media import exact_frame
 from evaluator.models import Attempt, Campaign, CampaignCheck, Replay
 from evaluator.native import NativeObservation, NativeStep, NativeWorker, WorkerFailure
+from evaluator.png import png_rgb
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused
 from evaluator.running import evaluator_revision, native_conditions
@@ -222,8 +223,8 @@ def _frame_difference(replay: Replay, line: dict, rgb: np.ndarray) -> dict:
     step = line["index"]
     picture = (rgb // 3).astype(np.uint8)  # the replayed frame dimmed, its differing pixels in red
     picture[differing] = (255, 0, 0)
-    (folder / f"diff-step-{step:04d}.png").write_bytes(png_of(picture))
-    (folder / f"replayed-step-{step:04d}.png").write_bytes(png_of(np.ascontiguousarray(rgb)))
+    (folder / f"diff-step-{step:04d}.png").write_bytes(png_rgb(picture))
+    (folder / f"replayed-step-{step:04d}.png").write_bytes(png_rgb(np.ascontiguousarray(rgb)))
     return {
         "reference": reference,
         "exact": exact,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import datetime
+import functools
 import io
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import av
@@ -21,6 +23,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from evaluator.evidence import GOP
 from evaluator.forms import LaunchForm, RealRateForm, RealRatesUploadForm, SimToRealSelectionForm
 from evaluator.launching import (
     check_can,
@@ -33,7 +36,7 @@ from evaluator.launching import (
 )
 from evaluator.lerobot_export import ExportRefused, write_lerobot_dataset
 from evaluator.live import hub
-from evaluator.media import exact_frame_png, ranged_file_response
+from evaluator.media import OPEN_VIDEOS, ranged_file_response
 from evaluator.models import Artifact, Attempt, Benchmark, Campaign, Policy, Replay
 from evaluator.protocol.actions import ActionContract
 from evaluator.protocol.errors import ProtocolError
@@ -722,13 +725,53 @@ def verify(request: HttpRequest, attempt_id: int) -> JsonResponse:
 
 @login_required
 def frame(request: HttpRequest, attempt_id: int, step: int) -> HttpResponse:
-    """The exact frame of a step (0 = the reset frame), decoded from the stored video."""
-    attempt = _attempt(request, attempt_id)
-    frames = _frame_index(attempt)
-    entry = next((f for f in frames["frames"] if f["step"] == step), None) if frames else None
-    if frames is not None and entry is None:
+    """The exact frame of a step (0 = the reset frame), decoded from the stored video. A reviewer steps
+    through frames one request each: a finished attempt's video and frame index are looked up once."""
+    _require(request, "view_attempt")
+    stored = _stored_video(attempt_id)
+    if step not in stored.frames:
         raise Http404(f"no frame for step {step}")
-    return _stored_frame(attempt, frames, entry)
+    return _png_response(stored, stored.frames[step])
+
+
+@dataclass(frozen=True)
+class StoredVideo:
+    path: Path
+    fps: float
+    gop: int
+    frames: dict[int, int]  # step -> frame number
+
+
+def _stored_video(attempt_id: int) -> StoredVideo:
+    row = Attempt.objects.filter(pk=attempt_id).values_list("status", "evidence_dir").first()
+    if row is None:
+        raise Http404("no such attempt")
+    status, evidence_dir = row
+    if status != Attempt.Status.FINISHED:
+        return _video_of(attempt_id)  # a running attempt has no video yet
+    return _finished_video(attempt_id, evidence_dir)
+
+
+@functools.lru_cache(maxsize=256)
+def _finished_video(attempt_id: int, evidence_dir: str) -> StoredVideo:
+    """A finished attempt's evidence never changes (the database refuses it): its lookup is kept, by its
+    evidence folder, which a new attempt never shares even after a database reset."""
+    return _video_of(attempt_id)
+
+
+def _video_of(attempt_id: int) -> StoredVideo:
+    paths = dict(
+        Artifact.objects.filter(attempt_id=attempt_id, kind__in=("frame_index", "video")).values_list("kind", "path")
+    )
+    if set(paths) != {"frame_index", "video"}:
+        raise Http404("this attempt has no video")
+    media = Path(settings.MEDIA_ROOT)
+    try:
+        index = json.loads((media / paths["frame_index"]).read_text())
+    except (OSError, ValueError):
+        raise Http404("evidence missing or altered: frames.json (manage.py verify-evidence)") from None
+    frames = {entry["step"]: entry["frame"] for entry in index["frames"]}
+    return StoredVideo(media / paths["video"], index["fps"], index.get("gop", GOP), frames)
 
 
 @login_required
@@ -742,16 +785,15 @@ def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
         response = HttpResponse(latest.jpeg(), content_type="image/jpeg")
         response["Cache-Control"] = "no-store"
         return response
-    frames = _frame_index(attempt)
-    return _stored_frame(attempt, frames, frames["frames"][-1] if frames and frames["frames"] else None)
-
-
-def _stored_frame(attempt: Attempt, frames: dict | None, entry: dict | None) -> HttpResponse:
-    video = attempt.artifacts.filter(kind="video").first()
-    if frames is None or video is None or entry is None:
+    stored = _stored_video(attempt.pk)
+    if not stored.frames:
         raise Http404("this attempt has no video")
+    return _png_response(stored, stored.frames[max(stored.frames)])
+
+
+def _png_response(stored: StoredVideo, number: int) -> HttpResponse:
     try:
-        png = exact_frame_png(Path(settings.MEDIA_ROOT) / video.path, entry["frame"], frames["fps"])
+        png = OPEN_VIDEOS.png(stored.path, number, stored.fps, stored.gop)
     except (OSError, av.FFmpegError, LookupError):
         raise Http404("evidence missing or altered: video.mp4 (manage.py verify-evidence)") from None
     response = HttpResponse(png, content_type="image/png")

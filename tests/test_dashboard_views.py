@@ -5,6 +5,7 @@ query counts that do not grow with the number of attempts (issue "The dashboard"
 import csv
 import io
 import json
+import random
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from PIL import Image
 
+from evaluator.media import OpenVideos
 from evaluator.models import Attempt, Campaign, Policy
 
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
@@ -168,6 +170,26 @@ def test_the_exact_frame_of_a_step_is_decoded_from_the_video(admin_client, finis
         frame = np.asarray(Image.open(io.BytesIO(response.content)))
         assert np.array_equal(frame, decoded[step])
     assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 31])).status_code == 404
+
+
+@pytest.mark.parametrize("kept_groups", [1, 3])
+def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
+    admin_client, finished, media_root, monkeypatch, kept_groups
+):
+    # The decoder stays open between requests (evaluator/media.py OpenVideos): jumps forward, backward, across
+    # and within groups of pictures, repeats, must all give the full decode's frame (issue 17, a guard)
+    import av
+
+    video = media_root / finished.artifacts.get(kind="video").path
+    with av.open(str(video)) as container:
+        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    monkeypatch.setattr("evaluator.media.OpenVideo.KEPT_GROUPS", kept_groups)
+    monkeypatch.setattr("evaluator.views.OPEN_VIDEOS", OpenVideos())  # none open from another test
+    order = list(range(len(decoded)))
+    random.Random(5).shuffle(order)
+    for step in order + [30, 29, 0, 25, 24, 24, 26]:
+        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
 
 
 def test_the_timeline_holds_steps_decisions_and_components(admin_client, finished):

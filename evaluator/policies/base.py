@@ -9,7 +9,6 @@ the feedback track, the bounded message about its last rejected response. Nothin
 from __future__ import annotations
 
 import functools
-import io
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -17,17 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
+from evaluator.png import png_rgb
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.scoring import ErrorType
-
-
-def png_bytes(rgb: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    # Lossless at any level; level 1 encodes a render in about 5 ms instead of 8 (bench/policy_overhead.py).
-    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
 
 
 def new_episode_token() -> str:
@@ -56,7 +48,7 @@ class MailboxMessage:
     @functools.cached_property
     def png(self) -> bytes:
         """The frame as a lossless PNG, encoded once for the evidence and every transport."""
-        return png_bytes(self.rgb)
+        return png_rgb(self.rgb)
 
 
 @dataclass(frozen=True)
