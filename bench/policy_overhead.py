@@ -1,10 +1,12 @@
-"""Evaluator overhead per policy call: the HTTP JSON transport (a fresh mailbox message -> PNG + JSON ->
-POST -> decode; the PNG is the one the evidence keeps too) against a direct POST of an already-encoded
-body to the same local server.
+"""Evaluator overhead per policy call, for each network transport: the policy object's `act` on a fresh
+mailbox message (its frame encoded as the transport sends it: PNG + base64 + JSON, raw msgpack, or a PNG
+data URL) against a plain client POSTing / sending the very same body bytes, already encoded, to the
+same local server.
 
-    .venv/bin/python bench/policy_overhead.py [--calls 300]
+    .venv/bin/python bench/policy_overhead.py [--calls 300] [--transports http-json,http-msgpack,openpi,chat]
 
-Both are measured side by side in one run, interleaved, on loopback; the ratio is what counts.
+Both ways are measured side by side in one run, interleaved, on loopback, with a real 480x640 render;
+the difference of the medians is what the evaluator adds to each call (the goal is 1 ms at most).
 """
 
 import argparse
@@ -15,19 +17,22 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.benchmarks import worker_spec
 from evaluator.native import NativeWorker
-from evaluator.policies.base import EpisodeStart, MailboxMessage
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy
+from evaluator.policies.chat import ChatPolicy
 from evaluator.policies.http_json import HttpJsonPolicy
-from evaluator.policies.payload import http_request
+from evaluator.policies.openpi import OpenPiPolicy, unpack
 from evaluator.protocol.actions import FETCH_ACTION
-from tests.servers.policies import HttpPolicyServer, always, zero_chunk
+from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk
 
 
 def frame() -> np.ndarray:
@@ -39,22 +44,95 @@ def frame() -> np.ndarray:
         worker.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300)
-    args = parser.parse_args()
+def http_sender(url: str, media_type: str) -> Callable[[bytes], object]:
+    """A plain keep-alive client, as a researcher's own script would POST the body."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    path = "/" + url.split("//", 1)[1].split("/", 1)[1]
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.connect()
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the RSI client does
 
-    server = HttpPolicyServer(always(zero_chunk()))
+    def send(body: bytes):
+        connection.request("POST", path, body=body, headers={"Content-Type": media_type})
+        return json.loads(connection.getresponse().read())
+
+    return send
+
+
+def websocket_sender(uri: str) -> Callable[[bytes], object]:
+    socket_ = connect(uri, compression=None, max_size=1 << 20, legacy=True)
+    unpack(socket_.recv())  # the server's metadata
+
+    def send(body: bytes):
+        socket_.send(body)
+        return unpack(socket_.recv())
+
+    return send
+
+
+def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, Callable[[bytes], object]]]]:
+    def http(body: str):
+        server = HttpPolicyServer(always(zero_chunk()))
+        recorders.append(server)
+        policy = HttpJsonPolicy(server.url, body=body)
+        return policy, http_sender(server.url, f"application/{body}")
+
+    def openpi():
+        server = OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)}))
+        recorders.append(server)
+        return OpenPiPolicy(server.uri), websocket_sender(server.uri)
+
+    def chat():
+        server = ChatServer(always(json.dumps(zero_chunk())))
+        recorders.append(server)
+        completions = f"{server.base_url}/chat/completions"
+        return ChatPolicy(server.base_url, model="m"), http_sender(completions, "application/json")
+
+    return {
+        "http-json": lambda: http("json"),
+        "http-msgpack": lambda: http("msgpack"),
+        "openpi": openpi,
+        "chat": chat,
+    }
+
+
+def measure(policy: Policy, send: Callable[[bytes], object], message: MailboxMessage, calls: int, forget) -> dict:
     start = EpisodeStart(
-        token="0" * 32,
-        instruction="push the black cube to the red target",
+        token=message.token,
+        instruction=message.instruction,
         action_contract=FETCH_ACTION.describe(),
         budgets={"max_policy_calls": 50, "replan_interval": 5, "max_executable_steps": 50},
         sensors=(),
     )
+    policy.start_episode(start)
+    policy.act(dataclasses.replace(message))
+    (sent,) = policy.take_sent()  # the exact body RSI sends; the direct way sends these bytes
+    timings = {"direct": [], "rsi": []}
+    for number in range(10 + calls):  # the first 10 warm both ways up
+        fresh = dataclasses.replace(message)  # as in a run: each call's frame is new, its encoding counted
+        t0 = time.perf_counter()
+        send(sent.body)
+        t1 = time.perf_counter()
+        policy.act(fresh)
+        t2 = time.perf_counter()
+        policy.take_sent()
+        forget()  # the test servers record every request; a bench keeps none
+        if number >= 10:
+            timings["direct"].append((t1 - t0) * 1000)
+            timings["rsi"].append((t2 - t1) * 1000)
+    policy.end_episode()
+    return {"body": len(sent.body), **{way: statistics.median(times) for way, times in timings.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--transports", default="http-json,http-msgpack,openpi,chat")
+    args = parser.parse_args()
+
     message = MailboxMessage(
-        token=start.token,
-        instruction=start.instruction,
+        token="0" * 32,
+        instruction="push the black cube to the red target",
         rgb=frame(),
         counters={
             "policy_calls": 0,
@@ -66,39 +144,27 @@ def main() -> None:
             "replan_interval": 5,
         },
     )
-    policy = HttpJsonPolicy(server.url)
-    policy.start_episode(start)
-    body = json.dumps(http_request(message, start)).encode()
-    direct = http.client.HTTPConnection("127.0.0.1", server.server.server_address[1], timeout=30)
-    direct.connect()
-    direct.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the RSI client does
+    recorders: list = []
 
-    def direct_call():
-        direct.request("POST", "/act", body=body, headers={"Content-Type": "application/json"})
-        json.loads(direct.getresponse().read())
+    def forget():
+        for server in recorders:
+            server.received.clear()
+            server.requests.clear()
+            getattr(server, "bodies", []).clear()
 
-    timings = {"direct": [], "rsi": []}
-    for _ in range(10):  # warm up both paths
-        direct_call()
-        policy.act(dataclasses.replace(message))
-    for _ in range(args.calls):
-        fresh = dataclasses.replace(message)  # as in a run: each call's frame is encoded once, for both uses
-        t0 = time.perf_counter()
-        direct_call()
-        t1 = time.perf_counter()
-        policy.act(fresh)
-        t2 = time.perf_counter()
-        timings["direct"].append((t1 - t0) * 1000)
-        timings["rsi"].append((t2 - t1) * 1000)
-    server.stop()
-
-    direct_ms, rsi_ms = statistics.median(timings["direct"]), statistics.median(timings["rsi"])
-    print(f"calls per path           {args.calls}")
-    print(f"request body             {len(body) / 1024:.0f} KiB (a 480x640 Fetch render as PNG, base64)")
-    print(f"direct POST, median      {direct_ms:.2f} ms")
-    print(f"RSI HTTP policy, median  {rsi_ms:.2f} ms")
-    print(f"overhead per call        {rsi_ms - direct_ms:.2f} ms")
-    print(f"ratio RSI / direct       {rsi_ms / direct_ms:.2f}")
+    makers = transports(recorders)
+    print(f"{args.calls} calls per way, a 480x640 Fetch render, loopback, medians")
+    print(f"{'transport':<14}{'body':>10}{'direct':>11}{'RSI':>11}{'overhead':>11}{'ratio':>8}")
+    for name in args.transports.split(","):
+        policy, send = makers[name]()
+        result = measure(policy, send, message, args.calls, forget)
+        direct, rsi = result["direct"], result["rsi"]
+        print(
+            f"{name:<14}{result['body'] / 1024:>7.0f} KiB{direct:>8.2f} ms{rsi:>8.2f} ms"
+            f"{rsi - direct:>8.2f} ms{rsi / direct:>8.2f}"
+        )
+    for server in recorders:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -2,15 +2,19 @@
 size of a reply.
 
 A socket timeout bounds each read, so a server that trickles one byte every few seconds would never
-time out; here a timer shuts the call's socket down when the call's deadline passes, whatever the
-call is doing (connecting, sending, waiting, reading). A reply larger than MAX_REPLY_BYTES is
-malformed output: it is not read past the cap (docs/policies.md, "Limits").
+time out; here a watchdog shuts the call's socket down when the call's deadline passes, whatever the
+call is doing (connecting, sending, waiting, reading). One watchdog thread serves every call of the
+process: a thread started per call cost about 0.2 ms of each call (bench/policy_overhead.py). A reply
+larger than MAX_REPLY_BYTES is malformed output: it is not read past the cap (docs/policies.md, "Limits").
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import http.client
+import itertools
+import os
 import socket
 import threading
 import time
@@ -22,12 +26,60 @@ from evaluator.protocol.scoring import ErrorType
 MAX_REPLY_BYTES = 1 << 20  # 1 MiB: a chunk of a thousand 7-D actions is about 100 KiB of JSON
 
 
+class _Watchdog:
+    """Calls to expire at their deadlines, in a heap, watched by one daemon thread started on first use."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self._condition = threading.Condition()
+        self._heap: list[tuple[float, int, CallDeadline, socket.socket]] = []
+        self._active: set[int] = set()
+        self._numbers = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: CallDeadline, sock: socket.socket) -> int:
+        with self._condition:
+            number = next(self._numbers)
+            earliest = self._heap[0][0] if self._heap else None
+            heapq.heappush(self._heap, (deadline.end, number, deadline, sock))
+            self._active.add(number)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rsi-call-deadlines", daemon=True)
+                self._thread.start()
+            elif earliest is None or deadline.end < earliest:
+                self._condition.notify()  # it sleeps until a later time, or until told
+            return number
+
+    def release(self, number: int) -> None:
+        with self._condition:
+            self._active.discard(number)  # its heap entry is dropped when it comes up
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                while self._heap and self._heap[0][1] not in self._active:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._condition.wait()
+                    continue
+                end, number, deadline, sock = self._heap[0]
+                if (left := end - time.monotonic()) > 0:
+                    self._condition.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                self._active.discard(number)
+                deadline.expired = True
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
 class CallDeadline:
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.end = time.monotonic() + seconds
         self.expired = False
-        self._timer: threading.Timer | None = None
 
     def remaining(self) -> float:
         left = self.end - time.monotonic()
@@ -42,19 +94,16 @@ class CallDeadline:
     @contextlib.contextmanager
     def guarding(self, sock: socket.socket):
         """Shut `sock` down if the deadline passes while the block runs."""
-
-        def expire():
-            self.expired = True
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-        self._timer = threading.Timer(self.remaining(), expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self.remaining()  # already past: the call fails before it starts
+        number = WATCHDOG.watch(self, sock)
         try:
             yield
         finally:
-            self._timer.cancel()
+            WATCHDOG.release(number)
+
+
+WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=WATCHDOG.reset)  # a forked child has no watchdog thread: it starts its own
 
 
 def too_large(size: int | str) -> PolicyFailure:
@@ -83,40 +132,62 @@ def _transport_failure(exc: Exception, deadline: CallDeadline, what: str) -> Pol
     )
 
 
-def open_connection(parsed: urllib.parse.SplitResult, deadline: CallDeadline, what: str) -> http.client.HTTPConnection:
-    """A connection made within the call's deadline, or a typed PolicyFailure."""
-    factory = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
-    connection = factory(parsed.hostname, parsed.port, timeout=deadline.remaining())
-    try:
-        connection.connect()
-    except (OSError, http.client.HTTPException) as exc:
-        raise _transport_failure(exc, deadline, what) from None
-    # Headers and a large body go out in two writes: without this, Nagle's algorithm and
-    # delayed ACKs can hold the body back for tens of milliseconds.
-    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return connection
+class KeptConnection:
+    """One HTTP(S) connection kept open across the calls of an episode, as a client of a model server
+    would keep it. After any failure it is dropped: its state is unknown, and a late reply must never
+    answer the next request. Each POST runs under its call's deadline; every failure is typed."""
 
+    def __init__(self, parsed: urllib.parse.SplitResult, what: str):
+        self.parsed, self.what = parsed, what
+        self.connection: http.client.HTTPConnection | None = None
 
-def post(
-    connection: http.client.HTTPConnection, path: str, body: bytes, deadline: CallDeadline, what: str
-) -> tuple[int, bytes]:
-    """POST under the call's deadline; the reply's status and body (capped), or a typed PolicyFailure."""
-    try:
-        connection.sock.settimeout(deadline.remaining())
-        with deadline.guarding(connection.sock):
-            connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            response = connection.getresponse()
-            data = read_capped(response)
-        if deadline.expired:  # the socket was shut down under a read that then saw an early end
-            raise deadline.failure()
-        length = response.getheader("Content-Length")
-        if length is not None and length.isdigit() and len(data) < int(length):
-            raise http.client.IncompleteRead(data, int(length) - len(data))
-        return response.status, data
-    except PolicyFailure:
-        raise
-    except (OSError, http.client.HTTPException) as exc:
-        raise _transport_failure(exc, deadline, what) from None
+    def _open(self, deadline: CallDeadline) -> http.client.HTTPConnection:
+        factory = http.client.HTTPSConnection if self.parsed.scheme == "https" else http.client.HTTPConnection
+        connection = factory(self.parsed.hostname, self.parsed.port, timeout=deadline.remaining())
+        try:
+            connection.connect()
+        except (OSError, http.client.HTTPException) as exc:
+            raise _transport_failure(exc, deadline, self.what) from None
+        # Headers and a large body go out in two writes: without this, Nagle's algorithm and
+        # delayed ACKs can hold the body back for tens of milliseconds.
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection
+
+    def post(self, path: str, body: bytes, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
+        """The reply's status and body (capped), or a typed PolicyFailure."""
+        try:
+            if self.connection is None:
+                self.connection = self._open(deadline)
+            return self._post(path, body, media_type, deadline)
+        except PolicyFailure:
+            self.close()
+            raise
+
+    def _post(self, path: str, body: bytes, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
+        connection = self.connection
+        try:
+            connection.sock.settimeout(deadline.remaining())
+            with deadline.guarding(connection.sock):
+                connection.request("POST", path, body=body, headers={"Content-Type": media_type})
+                response = connection.getresponse()
+                data = read_capped(response)
+            if deadline.expired:  # the socket was shut down under a read that then saw an early end
+                raise deadline.failure()
+            length = response.getheader("Content-Length")
+            if length is not None and length.isdigit() and len(data) < int(length):
+                raise http.client.IncompleteRead(data, int(length) - len(data))
+            if response.will_close:
+                self.close()  # the server ends the connection after this reply: the next call opens one
+            return response.status, data
+        except PolicyFailure:
+            raise
+        except (OSError, http.client.HTTPException) as exc:
+            raise _transport_failure(exc, deadline, self.what) from None
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
 
 
 def check_reachable(parsed: urllib.parse.SplitResult, seconds: float, what: str) -> None:

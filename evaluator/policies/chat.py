@@ -13,7 +13,7 @@ import re
 import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
-from evaluator.policies.calls import CallDeadline, check_reachable, open_connection, post
+from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
 from evaluator.policies.payload import png_base64
 from evaluator.protocol.identity import AGENT_METHOD, SINGLE_RESPONSE
 from evaluator.protocol.scoring import ErrorType
@@ -84,6 +84,7 @@ class ChatPolicy(Policy):
         self.model, self.mode, self.composition = model, mode, composition
         self.timeout_s, self.max_tokens, self.temperature = timeout_s, max_tokens, temperature
         self.prices = (usd_per_1k_input, usd_per_1k_output)
+        self.connection = KeptConnection(self.parsed, "model")
 
     def _system(self) -> str:
         contract = self.start.action_contract
@@ -121,11 +122,7 @@ class ChatPolicy(Policy):
             }
         ).encode()
         self.record_sent(body, "application/json")
-        connection = open_connection(self.parsed, deadline, "model")
-        try:
-            status, data = post(connection, f"{self.parsed.path}/chat/completions", body, deadline, "model")
-        finally:
-            connection.close()
+        status, data = self.connection.post(f"{self.parsed.path}/chat/completions", body, "application/json", deadline)
         if status >= 400:
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
@@ -179,6 +176,9 @@ class ChatPolicy(Policy):
             failure.usage = self._usage(len(usages), usages)
             raise
         return PolicyReply(response, self._usage(len(usages), usages))
+
+    def end_episode(self) -> None:
+        self.connection.close()
 
     def describe(self) -> dict:
         return {"model": self.model, "mode": self.mode, "composition": list(self.composition)}

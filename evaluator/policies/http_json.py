@@ -1,14 +1,15 @@
-"""Policies behind a plain HTTP JSON endpoint: one POST per act (docs/policies.md)."""
+"""Policies behind a plain HTTP endpoint: one POST per act, a JSON or a msgpack body (docs/policies.md)."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import urllib.parse
 
+import msgpack
+
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
-from evaluator.policies.calls import CallDeadline, check_reachable, open_connection, post
-from evaluator.policies.payload import http_request
+from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
+from evaluator.policies.payload import HTTP_BODIES, http_request
 from evaluator.protocol.scoring import ErrorType
 
 
@@ -22,35 +23,27 @@ def reported_usage(reply: dict) -> Usage:
 
 
 class HttpJsonPolicy(Policy):
-    def __init__(self, url: str, timeout_s: float = 30.0):
+    def __init__(self, url: str, timeout_s: float = 30.0, body: str = "json"):
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
+        if body not in HTTP_BODIES:
+            raise ValueError(f"unknown request body {body!r}; one of {', '.join(HTTP_BODIES)}")
+        self.body, self.media_type = body, f"application/{body}"
         self.url, self.parsed, self.timeout_s = url, parsed, timeout_s
-        self.connection: http.client.HTTPConnection | None = None
+        self.connection = KeptConnection(parsed, "policy")
         self.start = None
 
     def start_episode(self, start: EpisodeStart) -> None:
         self.start = start
         check_reachable(self.parsed, self.timeout_s, "policy server")
 
-    def _drop_connection(self) -> None:
-        # After a failure the connection's state is unknown: the next call opens a new one.
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
-
     def act(self, message: MailboxMessage) -> PolicyReply:
         deadline = CallDeadline(self.timeout_s)
-        body = json.dumps(http_request(message, self.start)).encode()
-        self.record_sent(body, "application/json")
-        try:
-            if self.connection is None:
-                self.connection = open_connection(self.parsed, deadline, "policy")
-            status, data = post(self.connection, self.parsed.path or "/", body, deadline, "policy")
-        except PolicyFailure:
-            self._drop_connection()
-            raise
+        request = http_request(message, self.start, self.body)
+        body = json.dumps(request).encode() if self.body == "json" else msgpack.packb(request)
+        self.record_sent(body, self.media_type)
+        status, data = self.connection.post(self.parsed.path or "/", body, self.media_type, deadline)
         if status >= 400:
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
@@ -66,4 +59,4 @@ class HttpJsonPolicy(Policy):
         return PolicyReply(reply, reported_usage(reply))
 
     def end_episode(self) -> None:
-        self._drop_connection()
+        self.connection.close()

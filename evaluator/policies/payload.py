@@ -1,4 +1,9 @@
-"""The mailbox message as the network sees it: JSON with the RGB frame as a lossless PNG."""
+"""The mailbox message as the network sees it.
+
+The HTTP protocol has two declared bodies with the same fields: JSON with the RGB frame as a lossless
+PNG (the default), or msgpack with the frame's raw bytes (`?body=msgpack`), which spares the policy
+call the PNG encoding (bench/policy_overhead.py; docs/policies.md). Both carry the exact pixels.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +14,28 @@ import numpy as np
 from evaluator.policies.base import EpisodeStart, MailboxMessage
 
 HTTP_PROTOCOL = "rsi-policy-http/v1"
+HTTP_BODIES = ("json", "msgpack")
 
 
 def png_base64(message: MailboxMessage) -> str:
     return base64.b64encode(message.png).decode("ascii")
 
 
-def http_request(message: MailboxMessage, start: EpisodeStart) -> dict:
+def _image(message: MailboxMessage, body: str) -> dict:
+    shape = list(message.rgb.shape)
+    if body == "json":
+        return {"format": "png", "encoding": "base64", "shape": shape, "data": png_base64(message)}
+    pixels = memoryview(np.ascontiguousarray(message.rgb)).cast("B")  # row-major H x W x 3, no copy
+    return {"format": "rgb24", "encoding": "raw", "shape": shape, "data": pixels}
+
+
+def http_request(message: MailboxMessage, start: EpisodeStart, body: str = "json") -> dict:
     """Everything a policy may see for one call, and nothing else (the allowlist)."""
     return {
         "protocol": HTTP_PROTOCOL,
         "token": message.token,
         "instruction": message.instruction,
-        "image": {
-            "format": "png",
-            "encoding": "base64",
-            "shape": list(message.rgb.shape),
-            "data": png_base64(message),
-        },
+        "image": _image(message, body),
         "sensors": {name: np.asarray(value).tolist() for name, value in message.sensors.items()},
         "counters": dict(message.counters),
         "feedback": message.feedback,

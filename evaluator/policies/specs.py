@@ -1,12 +1,12 @@
 """Policy spec strings, the records they make, and the policy objects built from them.
 
     builtin:NAME                               noop, stop, fetch-oracle
-    http://HOST:PORT/PATH                      plain HTTP JSON (docs/policies.md)
+    http://HOST:PORT/PATH                      plain HTTP: a JSON body, or ?body=msgpack (docs/policies.md)
     openpi+ws://HOST:PORT                      an openpi WebSocket policy server
     torchscript:PATH                           a local TorchScript module (torch extra)
     openai+http://HOST:PORT/v1?model=NAME      a model method over an OpenAI-compatible endpoint
 
-Query parameters declare settings: timeout_s, device, profile, image_key, prompt_key, model, max_tokens,
+Query parameters declare settings: timeout_s, body, device, profile, image_key, prompt_key, model, max_tokens,
 temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output.
 The same spec and settings give the same policy identity.
 """
@@ -60,6 +60,7 @@ def _composition(raw: str) -> list[str]:
 # form, its preview and `manage.py evaluate`.
 SETTING_TYPES = {
     "timeout_s": _number(0.001, 3600),
+    "body": _text(r"json|msgpack", "json or msgpack (the HTTP request body)"),
     "device": _text(r"cpu|cuda(:[0-9]{1,2})?", "cpu, cuda or cuda:N"),
     "profile": _text(r"rsi|libero|droid", "one of rsi, libero, droid (openpi observation profiles)"),
     "image_key": _text(r"[\w./-]{1,200}", "1 to 200 letters, digits, '_', '.', '/' or '-'"),
@@ -164,7 +165,7 @@ def build_policy(spec: str, settings: dict, config: ProtocolConfig) -> Policy:
         if transport == "builtin":
             return BUILTIN_POLICIES[target][1]()
         if transport == "http":
-            return HttpJsonPolicy(target, timeout_s=timeout)
+            return HttpJsonPolicy(target, timeout_s=timeout, body=settings.get("body", "json"))
         if transport == "openpi":
             keys = {k: settings[k] for k in ("profile", "image_key", "prompt_key") if k in settings}
             return OpenPiPolicy(target, timeout_s=timeout, **keys)

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import msgpack
 import numpy as np
 from websockets.sync.server import serve
 
@@ -132,7 +133,7 @@ class _HttpServer(_Recorder):
 
 
 class HttpPolicyServer(_HttpServer):
-    """POST /act with the RSI HTTP JSON protocol."""
+    """POST /act with the RSI HTTP protocol: a JSON body, or a msgpack one (as its Content-Type says)."""
 
     def __init__(self, behaviour):
         super().__init__(behaviour)
@@ -148,7 +149,10 @@ class HttpPolicyServer(_HttpServer):
                 recorder.bodies.append(body)
                 raw = self.requestline.encode() + b"\r\n" + bytes(self.headers) + body
                 try:
-                    decoded = json.loads(body)
+                    if self.headers["Content-Type"] == "application/msgpack":
+                        decoded = msgpack.unpackb(body)
+                    else:
+                        decoded = json.loads(body)
                 except ValueError:
                     decoded = None
                 _, reply = recorder.record(raw, decoded)

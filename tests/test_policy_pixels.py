@@ -1,0 +1,105 @@
+"""The policy receives the exact observation pixels, whatever the transport and however it is encoded
+(issue 17: "the policy still receives the exact observation pixels (byte-compared)"; the protocol:
+"Frames are RGB uint8, without cropping or resizing. Transport may losslessly encode the same pixels
+as PNG."). What each server received is decoded and compared, as bytes, with the worker's own frame:
+the sha256 of its raw RGB that steps.jsonl keeps for the observation each call was made on."""
+
+import base64
+import hashlib
+import io
+import json
+
+import msgpack
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk
+
+
+def _png_pixels(data: bytes) -> bytes:
+    image = Image.open(io.BytesIO(data))
+    assert image.mode == "RGB"
+    return np.asarray(image).tobytes()
+
+
+def _json_pixels(request: dict) -> bytes:
+    assert request["image"]["format"] == "png"
+    return _png_pixels(base64.b64decode(request["image"]["data"]))
+
+
+def _msgpack_pixels(request: dict) -> bytes:
+    image = request["image"]
+    assert (image["format"], image["encoding"], image["shape"]) == ("rgb24", "raw", [480, 640, 3])
+    return image["data"]
+
+
+def _openpi_pixels(request: dict) -> bytes:
+    frame = request["observation/image"]
+    assert frame.dtype == np.uint8 and frame.shape == (480, 640, 3)
+    return frame.tobytes()
+
+
+def _chat_pixels(request: dict) -> bytes:
+    parts = request["messages"][1]["content"]
+    url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
+    return _png_pixels(base64.b64decode(url.removeprefix("data:image/png;base64,")))
+
+
+def _worker_frames(attempt, media_root) -> dict[int, str]:
+    steps = attempt.artifacts.get(kind="steps")
+    lines = [json.loads(line) for line in (media_root / steps.path).read_text().splitlines()]
+    return {line["index"]: line["rgb_sha256"] for line in lines}
+
+
+def _http_server():
+    return HttpPolicyServer(always(zero_chunk()))
+
+
+TRANSPORTS = {  # name: (a server, the policy spec that calls it, the pixels in what it received)
+    "http-json": (_http_server, lambda s: s.url, _json_pixels),
+    "http-msgpack": (_http_server, lambda s: f"{s.url}?body=msgpack", _msgpack_pixels),
+    "openpi": (
+        lambda: OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)})),
+        lambda s: f"openpi+{s.uri}",
+        _openpi_pixels,
+    ),
+    "chat": (
+        lambda: ChatServer(always(json.dumps(zero_chunk()))),
+        lambda s: f"openai+{s.base_url}?model=m",
+        _chat_pixels,
+    ),
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_each_call_sends_the_workers_exact_pixels(run_spec, servers, media_root, transport):
+    start_server, spec, pixels = TRANSPORTS[transport]
+    server = servers(start_server())
+    attempt = run_spec(spec(server), budget_mode="decisions", max_policy_calls=3)
+    assert attempt.policy_calls == server.count == 3
+    frames = _worker_frames(attempt, media_root)
+    steps = list(attempt.decisions.order_by("index").values_list("observation_step", flat=True))
+    assert steps == [0, 5, 10]
+    assert len({frames[step] for step in steps}) == 3  # three different frames, each the one its call was made on
+    for request, step in zip(server.requests, steps, strict=True):
+        assert hashlib.sha256(pixels(request)).hexdigest() == frames[step]
+
+
+def test_a_msgpack_body_is_stored_as_sent_and_its_message_image_is_the_same_pixels(run_spec, servers, media_root):
+    server = servers(HttpPolicyServer(always(zero_chunk())))
+    attempt = run_spec(f"{server.url}?body=msgpack", budget_mode="decisions", max_policy_calls=2)
+    sent = attempt.artifacts.filter(kind="message_sent").order_by("path")
+    assert [(media_root / a.path).read_bytes() for a in sent] == server.bodies
+    assert all(a.path.endswith(".sent-1.msgpack") for a in sent)
+    first = msgpack.unpackb(server.bodies[0])
+    stored = (media_root / attempt.artifacts.get(path__endswith="messages/call-0001.png").path).read_bytes()
+    assert _png_pixels(stored) == first["image"]["data"]  # the evidence keeps the lossless PNG either way
+
+
+def test_an_unknown_http_body_is_refused_by_name(db):
+    from evaluator.launching import policy_for
+    from evaluator.policies.specs import InvalidPolicySpec
+
+    with pytest.raises(InvalidPolicySpec, match="body='xml'.*json or msgpack"):
+        policy_for("http://127.0.0.1:9/act?body=xml")
