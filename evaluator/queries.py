@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Sum
@@ -21,19 +21,49 @@ from evaluator.protocol.scoring import Outcome
 from evaluator.protocol.sim_to_real import NotComparable, SimRealComparison, reference, reference_task
 
 
-def campaign_cells(campaign: Campaign, statuses: tuple[str, ...] = ()) -> list[Attempt]:
-    """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`)."""
+def campaign_cells(
+    campaign: Campaign, statuses: tuple[str, ...] = (), window: tuple[int, int] | None = None
+) -> list[Attempt]:
+    """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`;
+    only the [start, stop) slice of that order with `window`)."""
     # Without the large JSON of each cell (provenance, a full matrix's cell): pages do not show them.
     cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task").defer("provenance", "full_cell")
     if statuses:
         cells = cells.filter(status__in=statuses)
-    return list(cells.order_by("cell_index"))
+    cells = cells.order_by("cell_index")
+    return list(cells[window[0] : window[1]] if window else cells)
+
+
+def _report(rows: Iterable[tuple[str, bool, str, bool]]) -> Report:
+    """Aggregates of (task name, finished, outcome, autonomous), one per original cell."""
+    return aggregate(
+        CellResult(task, Outcome(outcome) if finished else None, autonomous)
+        for task, finished, outcome, autonomous in rows
+    )
 
 
 def campaign_report(cells: list[Attempt]) -> Report:
-    return aggregate(
-        CellResult(a.task.name, Outcome(a.outcome) if a.is_finished else None, a.autonomous) for a in cells
-    )
+    return _report((a.task.name, a.is_finished, a.outcome, a.autonomous) for a in cells)
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """What a campaign's page says of all its cells, whichever of them it draws."""
+
+    report: Report
+    statuses: Counter  # original cells by status
+
+    @property
+    def total(self) -> int:
+        return sum(self.statuses.values())
+
+
+def campaign_summary(campaign: Campaign) -> CampaignSummary:
+    """One query over four columns of the original cells, however many there are (no model objects)."""
+    rows = campaign.attempts.filter(rerun_of__isnull=True).values_list("task__name", "status", "outcome", "autonomous")
+    finished = Attempt.Status.FINISHED
+    rows = [(task, status == finished, outcome, autonomous, status) for task, status, outcome, autonomous in rows]
+    return CampaignSummary(report=_report(row[:4] for row in rows), statuses=Counter(row[4] for row in rows))
 
 
 @dataclass(frozen=True)

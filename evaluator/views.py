@@ -7,6 +7,7 @@ import datetime
 import functools
 import io
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from evaluator.protocol.sim_to_real import reference
 from evaluator.queries import (
     campaign_cells,
     campaign_report,
+    campaign_summary,
     compare_campaigns,
     full_campaign_view,
     sim_to_real_points,
@@ -56,6 +58,8 @@ from evaluator.replay import MAX_CHECK_CELLS, check_summary, do_start_campaign_c
 from evaluator.verification import verify_attempt
 
 PAGE_SIZE = 50
+CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
+THUMBNAIL_CACHE = "cache/thumbnails"  # under MEDIA_ROOT, by evidence folder (finished evidence never changes)
 
 
 def _require(request: HttpRequest, permission: str) -> None:
@@ -192,19 +196,25 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     _require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
     full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
-    if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
-        cells = campaign_cells(campaign, statuses=("queued", "running"))
-    else:
-        cells = campaign_cells(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
+    pending_reruns = sum(1 for r in reruns if r.status == "pending")
+    if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
+        cells, page = campaign_cells(campaign, statuses=("queued", "running")), None
+        report, total, finished = full.task_report, full.total, full.finished
+        pending, active = full.pending + pending_reruns, full.running > 0
+    else:  # the aggregates count every cell; the grid draws one page of them
+        summary = campaign_summary(campaign)
+        page = _cell_page(request, summary.total)
+        cells = campaign_cells(campaign, window=(page.start, page.stop))
+        report, total, finished = summary.report, summary.total, summary.statuses["finished"]
+        pending = summary.statuses["pending"] + pending_reruns
+        active = bool(summary.statuses["queued"] or summary.statuses["running"])
     with_video = set(
-        Artifact.objects.filter(attempt__campaign=campaign, kind="video").values_list("attempt_id", flat=True)
+        Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
     )
     for cell in cells:
         cell.has_video = cell.pk in with_video
         cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
-    report = full.task_report if full else campaign_report(cells)
-    pending = [c for c in cells + reruns if c.status == "pending"]
     return render(
         request,
         "evaluator/campaign.html",
@@ -212,19 +222,38 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "full": full,
             "campaign": campaign,
             "cells": cells,
-            "total": full.total if full else len(cells),
-            "finished": full.finished if full else sum(1 for c in cells if c.is_finished),
-            "pending_count": (full.pending + sum(1 for r in reruns if r.status == "pending")) if full else len(pending),
+            "page": page,
+            "total": total,
+            "finished": finished,
+            "pending_count": pending,
             "reruns": reruns,
             "report": report,
             "per_task": list(report.per_task.items()),
-            "active": (full.running > 0 if full else False)
-            or any(c.status in ("queued", "running") for c in cells + reruns),
+            "active": active or any(r.status in ("queued", "running") for r in reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,
         },
     )
+
+
+@dataclass(frozen=True)
+class CellPage:
+    number: int
+    count: int
+    start: int
+    stop: int  # the cells [start, stop) in plan order
+
+
+def _cell_page(request: HttpRequest, total: int) -> CellPage:
+    """?page=N of a campaign's grid, CELLS_PER_PAGE cells a page; any other value is a 404 that says why."""
+    count = max(1, -(-total // CELLS_PER_PAGE))
+    raw = request.GET.get("page", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= count:
+        raise Http404(f"no page {raw[:20]!r} of cells: pages 1 to {count}")
+    number = int(raw)
+    start = (number - 1) * CELLS_PER_PAGE
+    return CellPage(number, count, start, min(total, start + CELLS_PER_PAGE))
 
 
 def _latest_check(campaign: Campaign) -> dict | None:
@@ -788,7 +817,18 @@ def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     stored = _stored_video(attempt.pk)
     if not stored.frames:
         raise Http404("this attempt has no video")
-    return _png_response(stored, stored.frames[max(stored.frames)])
+    # A campaign page shows a hundred of these: each is decoded once, then read from a file of its own.
+    cached = Path(settings.MEDIA_ROOT) / THUMBNAIL_CACHE / f"{attempt.evidence_dir}.png"
+    try:
+        return _png_bytes_response(cached.read_bytes())
+    except FileNotFoundError:
+        pass
+    response = _png_response(stored, stored.frames[max(stored.frames)])
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+    partial.write_bytes(response.content)
+    os.replace(partial, cached)  # whole or absent, whoever reads it
+    return response
 
 
 def _png_response(stored: StoredVideo, number: int) -> HttpResponse:
@@ -796,6 +836,10 @@ def _png_response(stored: StoredVideo, number: int) -> HttpResponse:
         png = OPEN_VIDEOS.png(stored.path, number, stored.fps, stored.gop)
     except (OSError, av.FFmpegError, LookupError):
         raise Http404("evidence missing or altered: video.mp4 (manage.py verify-evidence)") from None
+    return _png_bytes_response(png)
+
+
+def _png_bytes_response(png: bytes) -> HttpResponse:
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400"  # evidence never changes
     return response

@@ -24,3 +24,20 @@ def launch_full(protocol: str = "visual_matching", families=(), **options) -> Ca
     return do_launch_full_campaign(
         name="full", protocol=protocol, policy="noop", config=full_configuration(protocol, **options), families=families
     )
+
+
+def add_cells(first: Attempt, count: int, **fields) -> list[Attempt]:
+    """More original cells in the campaign of `first` (bulk, as a large plan would have), in plan order."""
+    start = first.campaign.attempts.count()
+    return Attempt.objects.bulk_create(
+        Attempt(
+            campaign=first.campaign,
+            task=first.task,
+            cell_index=start + i,
+            seed=7,
+            policy_identity=first.policy_identity,
+            budget=first.budget,
+            **fields,
+        )
+        for i in range(count)
+    )

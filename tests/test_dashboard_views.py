@@ -18,6 +18,7 @@ from PIL import Image
 
 from evaluator.media import OpenVideos
 from evaluator.models import Attempt, Campaign, Policy
+from tests.records import add_cells
 
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
 
@@ -273,22 +274,6 @@ def test_two_campaigns_pair_cell_by_cell(admin_client, run_cell):
     assert "1 pairs" in page and f"only {a.campaign_id} 1" in page and "discordant 1" in page
 
 
-def _add_cells(first, count):
-    """More original cells in the campaign of `first` (bulk, as a large plan would have)."""
-    start = first.campaign.attempts.count()
-    Attempt.objects.bulk_create(
-        Attempt(
-            campaign=first.campaign,
-            task=first.task,
-            cell_index=start + i,
-            seed=7,
-            policy_identity=first.policy_identity,
-            budget=first.budget,
-        )
-        for i in range(count)
-    )
-
-
 @pytest.mark.parametrize("view", ["campaign", "attempts", "campaigns"])
 def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make_attempt, view):
     first = make_attempt()
@@ -299,9 +284,9 @@ def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make
             assert admin_client.get(reverse(f"evaluator:{view}", args=args)).status_code == 200
         return len(captured)
 
-    _add_cells(first, 2)
+    add_cells(first, 2)
     few = queries()
-    _add_cells(first, 120)
+    add_cells(first, 120)
     assert queries() == few
 
 

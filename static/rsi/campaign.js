@@ -91,7 +91,9 @@
   function onEvent(e) {
     const cell = document.getElementById(`cell-${e.attempt}`);
     if (e.kind === "finished") { refresh(); return; }
-    if (!cell) { refresh(); return; } // a re-run, or a cell this page does not show yet
+    // A re-run, or a cell this page does not draw (yet, or on another page of the grid): its steps change
+    // nothing drawn here, its other events may (the progress line, a new re-run).
+    if (!cell) { if (e.kind !== "step") refresh(); return; }
     running(cell, e.started_at);
     if (e.kind === "step" || e.kind === "state") {
       progress(cell, e.counters);
