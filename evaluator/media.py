@@ -69,6 +69,9 @@ class OpenVideo:
     def __init__(self, path: Path, fps: float):
         self.container = av.open(str(path))
         self.stream = self.container.streams.video[0]
+        # Frames decoded on all cores, in a pipeline: a jump decodes its 25 frames about twice as fast on
+        # two cores. H.264 decoding is exact whatever the threading (the guard test compares each frame).
+        self.stream.thread_type = "FRAME"
         self.frame_rate = Fraction(fps).limit_denominator(1000)
         self.lock = threading.Lock()
         self.groups: OrderedDict[int, dict[int, av.VideoFrame]] = OrderedDict()  # first frame -> its frames
