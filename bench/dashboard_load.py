@@ -4,7 +4,8 @@
 
 Builds a throwaway SQLite database with 10 campaigns of N/10 finished cells each, plus one real
 Fetch episode for the exact-frame endpoint, then times requests in-process (Django's test client:
-server time, no network) and prints median and p95 with the number of SQL queries per page.
+server time, no network; the process settled as rsi_site/asgi.py settles it before serving) and prints
+median and p95 with the number of SQL queries per page.
 """
 
 import argparse
@@ -43,6 +44,7 @@ from evaluator.media import exact_frame  # noqa: E402
 from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
 from evaluator.running import do_run_attempt  # noqa: E402
+from rsi_site.serving import settle  # noqa: E402
 
 OUTCOMES = ["success", "task_failure", "task_failure", "policy_error", "infrastructure_error"]
 
@@ -127,6 +129,7 @@ def main() -> None:
 
     client = Client()
     client.force_login(get_user_model().objects.create_superuser("bench", password="x"))
+    settle()  # as rsi_site/asgi.py does before serving
     report(
         f"campaign page ({args.attempts // 10} cells)",
         *timed(client, reverse("evaluator:campaign", args=[campaigns[0]]), args.requests),

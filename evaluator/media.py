@@ -62,11 +62,18 @@ class OpenVideo:
     """A stored video kept open for a reviewer: its decoder stays where it stopped, and the frames of the
     last few groups of pictures stay decoded, so stepping through an episode decodes each frame once, a
     jump decodes only from the keyframe before it (the evidence's videos have one every GOP frames), and
-    going back to a group seen a moment ago decodes nothing."""
+    going back to a group seen a moment ago decodes nothing.
+
+    From the first frame asked for, a reader of its own decodes the next READ_AHEAD frames in the
+    background and keeps their PNGs (at most KEPT_PNGS, the most recent), as a video player buffers: the
+    reviewer's next steps and jumps within the episode are then answered without decoding."""
 
     KEPT_GROUPS = 3  # a 640x480 group of 25 frames holds about 12 MB decoded (yuv420p)
+    KEPT_PNGS = 300  # about 70 KB each for a 640x480 render
+    READ_AHEAD = 250
 
     def __init__(self, path: Path, fps: float):
+        self.path = path
         self.container = av.open(str(path))
         self.stream = self.container.streams.video[0]
         # Frames decoded on all cores, in a pipeline: a jump decodes its 25 frames about twice as fast on
@@ -75,15 +82,50 @@ class OpenVideo:
         self.frame_rate = Fraction(fps).limit_denominator(1000)
         self.lock = threading.Lock()
         self.groups: OrderedDict[int, dict[int, av.VideoFrame]] = OrderedDict()  # first frame -> its frames
-        self.pngs: dict[int, bytes] = {}
+        self.pngs: OrderedDict[int, bytes] = OrderedDict()
         self.position: int | None = None  # the group the decoder is in
         self.frames = None
+        self.reader: threading.Thread | None = None
+        self.closed = threading.Event()
 
     def png(self, number: int, gop: int) -> bytes:
         with self.lock:
             if number not in self.pngs:
-                self.pngs[number] = png_rgb(self._frame(number, gop))
-            return self.pngs[number]
+                self._keep(number, png_rgb(self._frame(number, gop)))
+            self.pngs.move_to_end(number)
+            png = self.pngs[number]
+            if self.reader is None:
+                start = number - number % gop
+                self.reader = threading.Thread(target=self._read_ahead, args=(start,), daemon=True)
+                self.reader.start()
+        return png
+
+    def _keep(self, number: int, png: bytes) -> None:
+        """Holds the lock."""
+        self.pngs[number] = png
+        while len(self.pngs) > self.KEPT_PNGS:
+            self.pngs.popitem(last=False)
+
+    def _read_ahead(self, start: int) -> None:
+        """The background reader: its own container and decoder (one thread: the other core serves)."""
+        try:
+            with av.open(str(self.path)) as container:
+                stream = container.streams.video[0]
+                container.seek(self._pts(start, stream), stream=stream, backward=True, any_frame=False)
+                for frame in container.decode(stream):
+                    number = round(frame.pts * stream.time_base * self.frame_rate)
+                    if self.closed.is_set() or number >= start + self.READ_AHEAD:
+                        return
+                    with self.lock:
+                        known = number in self.pngs or number < start
+                    if not known:
+                        png = png_rgb(frame.to_ndarray(format="rgb24"))
+                        with self.lock:
+                            self.pngs.setdefault(number, png)
+                            while len(self.pngs) > self.KEPT_PNGS:
+                                self.pngs.popitem(last=False)
+        except (OSError, av.FFmpegError):
+            return  # a request that needs the frame decodes it, and says what is wrong
 
     def _frame(self, number: int, gop: int) -> np.ndarray:
         start = number - number % gop
@@ -91,11 +133,10 @@ class OpenVideo:
         self.groups.move_to_end(start)
         while len(self.groups) > self.KEPT_GROUPS:
             dropped, _ = self.groups.popitem(last=False)
-            self.pngs = {n: png for n, png in self.pngs.items() if not dropped <= n < dropped + gop}
             if dropped == self.position:  # its decoded frames are gone: the decoder must seek back to use it
                 self.position = None
         if number not in group and self.position != start:
-            self.container.seek(self._pts(start), stream=self.stream, backward=True, any_frame=False)
+            self.container.seek(self._pts(start, self.stream), stream=self.stream, backward=True, any_frame=False)
             self.frames, self.position = self.container.decode(self.stream), start
         while number not in group:
             frame = next(self.frames, None)
@@ -108,13 +149,17 @@ class OpenVideo:
                 group[decoded] = frame  # converted to RGB only if asked for
         return group[number].to_ndarray(format="rgb24")
 
-    def _pts(self, number: int) -> int:
-        return round(Fraction(number) / self.frame_rate / self.stream.time_base)
+    def _pts(self, number: int, stream) -> int:
+        return round(Fraction(number) / self.frame_rate / stream.time_base)
+
+    def close(self) -> None:
+        """Stops the background reader; the decoder closes once no request reads it any more."""
+        self.closed.set()
 
 
 class OpenVideos:
-    """The few videos reviewed last, kept open (bounded: each holds at most one decoded GOP). One dropped
-    from the list closes once no request reads it any more."""
+    """The few videos reviewed last, kept open (bounded: each holds at most KEPT_GROUPS decoded groups and
+    KEPT_PNGS PNGs). One dropped from the list stops reading ahead, and closes once no request reads it."""
 
     def __init__(self, size: int = 4):
         self.size = size
@@ -128,7 +173,7 @@ class OpenVideos:
             video = self.videos.pop(key, None) or OpenVideo(path, fps)
             self.videos[key] = video
             while len(self.videos) > self.size:
-                self.videos.popitem(last=False)
+                self.videos.popitem(last=False)[1].close()
         return video.png(number, gop)
 
 

@@ -173,9 +173,9 @@ def test_the_exact_frame_of_a_step_is_decoded_from_the_video(admin_client, finis
     assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 31])).status_code == 404
 
 
-@pytest.mark.parametrize("kept_groups", [1, 3])
+@pytest.mark.parametrize(("kept_groups", "read_ahead"), [(1, 0), (3, 0), (3, 250)])
 def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
-    admin_client, finished, media_root, monkeypatch, kept_groups
+    admin_client, finished, media_root, monkeypatch, kept_groups, read_ahead
 ):
     # The decoder stays open between requests (evaluator/media.py OpenVideos): jumps forward, backward, across
     # and within groups of pictures, repeats, must all give the full decode's frame (issue 17, a guard)
@@ -185,10 +185,35 @@ def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
     with av.open(str(video)) as container:
         decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     monkeypatch.setattr("evaluator.media.OpenVideo.KEPT_GROUPS", kept_groups)
+    monkeypatch.setattr("evaluator.media.OpenVideo.READ_AHEAD", read_ahead)
     monkeypatch.setattr("evaluator.views.OPEN_VIDEOS", OpenVideos())  # none open from another test
     order = list(range(len(decoded)))
     random.Random(5).shuffle(order)
     for step in order + [30, 29, 0, 25, 24, 24, 26]:
+        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
+
+
+def test_the_frames_after_the_first_one_asked_for_are_read_ahead_in_the_background(
+    admin_client, finished, media_root, monkeypatch
+):
+    import av
+
+    video = media_root / finished.artifacts.get(kind="video").path
+    with av.open(str(video)) as container:
+        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    videos = OpenVideos()
+    monkeypatch.setattr("evaluator.views.OPEN_VIDEOS", videos)
+    assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 26])).status_code == 200
+    (opened,) = videos.videos.values()
+    opened.reader.join(timeout=30)
+    assert sorted(opened.pngs) == list(range(25, len(decoded)))  # from the group's keyframe to the end
+
+    def no_decoding(*args):
+        raise AssertionError("decoded on request")
+
+    monkeypatch.setattr(opened, "_frame", no_decoding)
+    for step in range(25, len(decoded)):
         response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
 
