@@ -108,10 +108,9 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(content.get("type"), "MalformedMessage", 'a message has "type": "ack" or "intervene"')
 
     async def live_event(self, message):
-        event = message["event"]
-        await self.send_json({"type": "event", "event": event})
-        if "frame_seq" in event:
-            self.newest_seq = max(self.newest_seq or 0, event["frame_seq"])
+        await self.send(text_data=message["text"])  # {"type": "event", "event": ...}, serialized by the hub
+        if message["frame_seq"] is not None:
+            self.newest_seq = max(self.newest_seq or 0, message["frame_seq"])
         await self.push_frame()
 
     async def live_frame(self, message):
@@ -124,10 +123,13 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             return  # the viewer has not drawn the last picture: the hub keeps only the newest
         if self.newest_seq is not None and self.newest_seq <= self.sent_seq:
             return  # nothing newer announced: no need to ask the hub (Redis, with Celery workers)
-        frame = await asyncio.to_thread(hub.latest_frame, self.attempt_id)
+        if hub.FRAMES_IN_MEMORY:
+            frame = hub.latest_frame(self.attempt_id)
+        else:
+            frame = await asyncio.to_thread(hub.latest_frame, self.attempt_id)
         if frame is None or frame.seq <= self.sent_seq:
             return
-        jpeg = await asyncio.to_thread(frame.jpeg)
+        jpeg = frame.encoded or await asyncio.to_thread(frame.jpeg)  # encoded once, by the first viewer's thread
         self.sent_seq, self.awaiting_ack = frame.seq, True
         await self.send(bytes_data=struct.pack(">II", frame.seq, frame.step) + jpeg)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import os
 import threading
 import time
@@ -54,6 +55,11 @@ class LiveFrame:
     rgb: np.ndarray | None
     _jpeg: bytes | None = None  # given when the picture came encoded (from Redis)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def encoded(self) -> bytes | None:
+        """The JPEG if some viewer's demand (or Redis) already made it: the others need no thread."""
+        return self._jpeg
 
     def jpeg(self) -> bytes:
         """Encoded once, on the first viewer's demand, never by the rollout."""
@@ -130,6 +136,8 @@ class AttemptControl:
 
 
 class LiveHub:
+    FRAMES_IN_MEMORY = True  # latest_frame is a dictionary lookup: no thread needed to ask it
+
     def __init__(self):
         self.lock = threading.Lock()
         self.states: dict[int, dict] = {}
@@ -199,7 +207,10 @@ class LiveHub:
                 self.frames[attempt_id] = LiveFrame(seq=self.seq, step=step, rgb=rgb)
                 event["frame_seq"] = self.seq
             campaign_event = self._campaign_event(attempt_id, event)
-        self._send(group_name(attempt_id), {"type": "live.event", "event": event})
+        # Serialized once for every viewer of the group, not once per viewer; the channel layer then copies
+        # a string per viewer rather than the event's nested lists (InMemoryChannelLayer deep-copies).
+        text = json.dumps({"type": "event", "event": event})
+        self._send(group_name(attempt_id), {"type": "live.event", "text": text, "frame_seq": event.get("frame_seq")})
         if campaign_event is not None:
             self._send(campaign_group_name(campaign_event.pop("campaign")), campaign_event)
         self.delivered(attempt_id)

@@ -98,6 +98,8 @@ class PolledControl(AttemptControl):
 
 
 class RedisLiveHub(LiveHub):
+    FRAMES_IN_MEMORY = False  # latest_frame asks Redis
+
     def __init__(self, url: str):
         super().__init__()
         self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
