@@ -12,6 +12,7 @@ import asyncio
 import json
 import struct
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.exceptions import PermissionDenied
@@ -51,6 +52,9 @@ def _intervene(user, attempt_id: int, content: dict) -> dict:
     )
 
 
+PER_STEP_MESSAGES = ("live.event", "live.frame", "websocket.receive")  # events, pictures, a viewer's acks
+
+
 class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.attempt_id = int(self.scope["url_route"]["kwargs"]["attempt_id"])
@@ -72,6 +76,15 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def dispatch(self, message):
+        # Channels closes stale database connections before every handler, through a thread hop; a viewer
+        # gets several of these messages a step, and their handlers reach the database only through
+        # database_sync_to_async, which closes stale connections itself (bench/live_viewers.py).
+        if message["type"] in PER_STEP_MESSAGES:
+            await getattr(self, get_handler_name(message))(message)
+        else:
+            await super().dispatch(message)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         """Viewers send small JSON objects; anything else gets a typed refusal and changes nothing."""
