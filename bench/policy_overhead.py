@@ -13,10 +13,12 @@ import argparse
 import dataclasses
 import http.client
 import json
+import logging
 import socket
 import statistics
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,49 +46,56 @@ def frame() -> np.ndarray:
         worker.close()
 
 
-def http_sender(url: str, media_type: str) -> Callable[[bytes], object]:
+class HttpSender:
     """A plain keep-alive client, as a researcher's own script would POST the body."""
-    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
-    path = "/" + url.split("//", 1)[1].split("/", 1)[1]
-    connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    connection.connect()
-    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the RSI client does
 
-    def send(body: bytes):
-        connection.request("POST", path, body=body, headers={"Content-Type": media_type})
-        return json.loads(connection.getresponse().read())
+    def __init__(self, url: str, media_type: str):
+        parsed = urllib.parse.urlsplit(url)
+        self.path, self.media_type = parsed.path, media_type
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        self.connection.connect()
+        self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the RSI client does
 
-    return send
+    def __call__(self, body: bytes):
+        self.connection.request("POST", self.path, body=body, headers={"Content-Type": self.media_type})
+        return json.loads(self.connection.getresponse().read())
 
-
-def websocket_sender(uri: str) -> Callable[[bytes], object]:
-    socket_ = connect(uri, compression=None, max_size=1 << 20, legacy=True)
-    unpack(socket_.recv())  # the server's metadata
-
-    def send(body: bytes):
-        socket_.send(body)
-        return unpack(socket_.recv())
-
-    return send
+    def close(self) -> None:
+        self.connection.close()
 
 
-def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, Callable[[bytes], object]]]]:
+class WebSocketSender:
+    """A plain openpi client: the server's metadata first, then one reply per observation."""
+
+    def __init__(self, uri: str):
+        self.socket = connect(uri, compression=None, max_size=1 << 20, legacy=True)
+        unpack(self.socket.recv())
+
+    def __call__(self, body: bytes):
+        self.socket.send(body)
+        return unpack(self.socket.recv())
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, HttpSender | WebSocketSender]]]:
     def http(body: str):
         server = HttpPolicyServer(always(zero_chunk()))
         recorders.append(server)
         policy = HttpJsonPolicy(server.url, body=body)
-        return policy, http_sender(server.url, f"application/{body}")
+        return policy, HttpSender(server.url, f"application/{body}")
 
     def openpi():
         server = OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)}))
         recorders.append(server)
-        return OpenPiPolicy(server.uri), websocket_sender(server.uri)
+        return OpenPiPolicy(server.uri), WebSocketSender(server.uri)
 
     def chat():
         server = ChatServer(always(json.dumps(zero_chunk())))
         recorders.append(server)
         completions = f"{server.base_url}/chat/completions"
-        return ChatPolicy(server.base_url, model="m"), http_sender(completions, "application/json")
+        return ChatPolicy(server.base_url, model="m"), HttpSender(completions, "application/json")
 
     return {
         "http-json": lambda: http("json"),
@@ -96,7 +105,7 @@ def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, Callable
     }
 
 
-def measure(policy: Policy, send: Callable[[bytes], object], message: MailboxMessage, calls: int, forget) -> dict:
+def measure(policy: Policy, send: HttpSender | WebSocketSender, message: MailboxMessage, calls: int, forget) -> dict:
     start = EpisodeStart(
         token=message.token,
         instruction=message.instruction,
@@ -121,6 +130,7 @@ def measure(policy: Policy, send: Callable[[bytes], object], message: MailboxMes
             timings["direct"].append((t1 - t0) * 1000)
             timings["rsi"].append((t2 - t1) * 1000)
     policy.end_episode()
+    send.close()
     return {"body": len(sent.body), **{way: statistics.median(times) for way, times in timings.items()}}
 
 
@@ -129,6 +139,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--transports", default="http-json,http-msgpack,openpi,chat")
     args = parser.parse_args()
+    # RSI drops an openpi connection without a close handshake at an episode's end (docs/policies.md): the
+    # test server would log each as an error.
+    logging.getLogger("websockets.server").setLevel(logging.CRITICAL)
 
     message = MailboxMessage(
         token="0" * 32,

@@ -233,7 +233,8 @@ class EvidenceWriter:
         """Each request body of a call byte for byte, as the transport sent it."""
         for number, request in enumerate(requests, start=1):
             suffix = SENT_SUFFIXES.get(request.media_type, ".bin")
-            (self.root / "messages" / f"call-{call:04d}.sent-{number}{suffix}").write_bytes(request.body)
+            with (self.root / "messages" / f"call-{call:04d}.sent-{number}{suffix}").open("xb") as sent:
+                sent.writelines(request.parts)
 
     def message(self, call: int, message: MailboxMessage) -> None:
         stem = self.root / "messages" / f"call-{call:04d}"

@@ -103,3 +103,20 @@ def test_an_unknown_http_body_is_refused_by_name(db):
 
     with pytest.raises(InvalidPolicySpec, match="body='xml'.*json or msgpack"):
         policy_for("http://127.0.0.1:9/act?body=xml")
+
+
+def test_the_msgpack_body_is_one_msgpack_map_of_the_json_bodys_fields():
+    from evaluator.policies.base import EpisodeStart, MailboxMessage
+    from evaluator.policies.payload import http_request, msgpack_request
+    from evaluator.protocol.actions import FETCH_ACTION
+
+    rgb = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    start = EpisodeStart("ab" * 16, "reach", FETCH_ACTION.describe(), {"max_policy_calls": 3}, ("qpos",))
+    message = MailboxMessage("ab" * 16, "reach", rgb, {"policy_calls": 0}, {"qpos": np.arange(3.0)}, "bad")
+    parts = msgpack_request(message, start)
+    assert np.shares_memory(np.asarray(parts[-1]), rgb)  # the pixels are sent from the frame, not a copy
+    unpacked = msgpack.unpackb(b"".join(parts))
+    as_json = http_request(message, start)
+    assert unpacked.keys() == as_json.keys()
+    assert {k: v for k, v in unpacked.items() if k != "image"} == {k: v for k, v in as_json.items() if k != "image"}
+    assert unpacked["image"] == {"format": "rgb24", "encoding": "raw", "shape": [48, 64, 3], "data": rgb.tobytes()}

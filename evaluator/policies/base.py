@@ -53,10 +53,15 @@ class MailboxMessage:
 
 @dataclass(frozen=True)
 class SentRequest:
-    """One request exactly as a transport sent it: its body, without the transport's framing."""
+    """One request exactly as a transport sent it: its body, without the transport's framing, as the
+    buffers it was sent from (a frame's pixels travel from the frame's own memory, never copied)."""
 
     media_type: str  # application/json, application/msgpack, ...
-    body: bytes
+    parts: tuple  # bytes-like, in order
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.parts)
 
 
 @dataclass(frozen=True)
@@ -117,9 +122,11 @@ class Policy(ABC):
         """What the transport learned about the policy (e.g. a server's metadata), for provenance."""
         return {}
 
-    def record_sent(self, body: bytes, media_type: str) -> None:
-        """A transport keeps each request body it sends, for the evidence (written after the call)."""
-        self.__dict__.setdefault("_sent", []).append(SentRequest(media_type, body))
+    def record_sent(self, body: bytes | list, media_type: str) -> None:
+        """A transport keeps each request body it sends (bytes, or the buffers it sends in order), for the
+        evidence (written after the call)."""
+        parts = tuple(body) if isinstance(body, list) else (body,)
+        self.__dict__.setdefault("_sent", []).append(SentRequest(media_type, parts))
 
     def take_sent(self) -> list[SentRequest]:
         """What the last call sent, in order; empty for in-process programs, which get the message itself."""

@@ -153,8 +153,9 @@ class KeptConnection:
         connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return connection
 
-    def post(self, path: str, body: bytes, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
-        """The reply's status and body (capped), or a typed PolicyFailure."""
+    def post(self, path: str, body: bytes | list, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
+        """The reply's status and body (capped), or a typed PolicyFailure. A body may be a list of buffers,
+        sent in order (with their total Content-Length, never chunked)."""
         try:
             if self.connection is None:
                 self.connection = self._open(deadline)
@@ -163,12 +164,15 @@ class KeptConnection:
             self.close()
             raise
 
-    def _post(self, path: str, body: bytes, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
+    def _post(self, path: str, body: bytes | list, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
         connection = self.connection
+        headers = {"Content-Type": media_type}
+        if isinstance(body, list):
+            headers["Content-Length"] = str(sum(memoryview(part).nbytes for part in body))
         try:
             connection.sock.settimeout(deadline.remaining())
             with deadline.guarding(connection.sock):
-                connection.request("POST", path, body=body, headers={"Content-Type": media_type})
+                connection.request("POST", path, body=body, headers=headers)
                 response = connection.getresponse()
                 data = read_capped(response)
             if deadline.expired:  # the socket was shut down under a read that then saw an early end

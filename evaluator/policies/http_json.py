@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import urllib.parse
 
-import msgpack
-
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
-from evaluator.policies.payload import HTTP_BODIES, http_request
+from evaluator.policies.payload import HTTP_BODIES, http_request, msgpack_request
 from evaluator.protocol.scoring import ErrorType
 
 
@@ -40,8 +38,10 @@ class HttpJsonPolicy(Policy):
 
     def act(self, message: MailboxMessage) -> PolicyReply:
         deadline = CallDeadline(self.timeout_s)
-        request = http_request(message, self.start, self.body)
-        body = json.dumps(request).encode() if self.body == "json" else msgpack.packb(request)
+        if self.body == "json":
+            body = json.dumps(http_request(message, self.start)).encode()
+        else:
+            body = msgpack_request(message, self.start)  # buffers: the frame's pixels are sent from its memory
         self.record_sent(body, self.media_type)
         status, data = self.connection.post(self.parsed.path or "/", body, self.media_type, deadline)
         if status >= 400:

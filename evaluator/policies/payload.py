@@ -8,7 +8,9 @@ call the PNG encoding (bench/policy_overhead.py; docs/policies.md). Both carry t
 from __future__ import annotations
 
 import base64
+import struct
 
+import msgpack
 import numpy as np
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage
@@ -27,6 +29,22 @@ def _image(message: MailboxMessage, body: str) -> dict:
         return {"format": "png", "encoding": "base64", "shape": shape, "data": png_base64(message)}
     pixels = memoryview(np.ascontiguousarray(message.rgb)).cast("B")  # row-major H x W x 3, no copy
     return {"format": "rgb24", "encoding": "raw", "shape": shape, "data": pixels}
+
+
+def msgpack_request(message: MailboxMessage, start: EpisodeStart) -> list:
+    """The msgpack body as buffers to send in order: every field packed, then the frame's own memory. The
+    map puts "image" last and its "data" last, so the pixels end the body; a 480x640 frame is never
+    copied (a copy costs about half a millisecond here: bench/policy_overhead.py)."""
+    request = http_request(message, start, "msgpack")
+    image = request.pop("image")
+    pixels = image.pop("data")
+    packer = msgpack.Packer()
+    head = [packer.pack_map_header(len(request) + 1)]
+    head += [packer.pack(k) + packer.pack(v) for k, v in request.items()]
+    head += [packer.pack("image"), packer.pack_map_header(len(image) + 1)]
+    head += [packer.pack(k) + packer.pack(v) for k, v in image.items()]
+    head += [packer.pack("data"), b"\xc6" + struct.pack(">I", len(pixels))]  # bin 32: the raw bytes follow
+    return [b"".join(head), pixels]
 
 
 def http_request(message: MailboxMessage, start: EpisodeStart, body: str = "json") -> dict:
