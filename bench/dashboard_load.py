@@ -1,11 +1,11 @@
 """Server time of the dashboard with many attempts in the database.
 
-    .venv/bin/python bench/dashboard_load.py [--attempts 10000] [--requests 40]
+    .venv/bin/python bench/dashboard_load.py [--attempts 10000] [--requests 300] [--episode-steps 250] [--pace 0.1]
 
 Builds a throwaway SQLite database with 10 campaigns of N/10 finished cells each, plus one real
-Fetch episode for the exact-frame endpoint, then times requests in-process (Django's test client:
-server time, no network; the process settled as rsi_site/asgi.py settles it before serving) and prints
-median and p95 with the number of SQL queries per page.
+Fetch episode of 250 steps (ten groups of pictures) for the exact-frame endpoint, then times requests
+in-process (Django's test client: server time, no network; the process settled as rsi_site/asgi.py
+settles it before serving) and prints median and p95 with the number of SQL queries per page.
 """
 
 import argparse
@@ -105,7 +105,9 @@ def populate(total: int) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=10_000)
-    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--episode-steps", type=int, default=250, help="the real episode's length (frames + 1)")
+    parser.add_argument("--pace", type=float, default=0.1, help="seconds between a reviewer's frame requests")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -119,7 +121,8 @@ def main() -> None:
         task_names=["pick_and_place"],
         seeds=[3],
         policy=Policy.objects.get(name="noop"),
-        config=configure("fetch"),
+        # Longer than what a reviewer's decoder keeps decoded (a few groups of 25 frames), so that jumps seek.
+        config=configure("fetch", budget_mode="decisions", max_policy_calls=args.episode_steps // 5),
     )
     episode = do_run_attempt(real.attempts.get())
     print(
@@ -154,9 +157,12 @@ def main() -> None:
         start = time.perf_counter()
         assert client.get(reverse("evaluator:frame", args=[episode.pk, step])).status_code == 200
         endpoint.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
+        middle = time.perf_counter()
         pillow_png(exact_frame(video, index[step], episode.task.control_hz))
-        per_request.append((time.perf_counter() - start) * 1000)
+        per_request.append((time.perf_counter() - middle) * 1000)
+        time.sleep(max(0.0, args.pace - (time.perf_counter() - start)))
+    print(f"a reviewer's way through a {episode.environment_steps}-step episode, a frame every {args.pace:g} s:")
+    print(f"  the first request (the video opened, its group decoded): {endpoint[0]:.1f} ms")
     report("exact frame, endpoint (640x480)", endpoint)
     report("  vs keyframe decode + Pillow PNG", per_request)
     print(f"  ratio endpoint / decode, p95    {percentile(endpoint, 95) / percentile(per_request, 95):.2f}")

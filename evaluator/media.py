@@ -64,9 +64,10 @@ class OpenVideo:
     jump decodes only from the keyframe before it (the evidence's videos have one every GOP frames), and
     going back to a group seen a moment ago decodes nothing.
 
-    From the first frame asked for, a reader of its own decodes the next READ_AHEAD frames in the
-    background and keeps their PNGs (at most KEPT_PNGS, the most recent), as a video player buffers: the
-    reviewer's next steps and jumps within the episode are then answered without decoding."""
+    From the first frame asked for, a reader of its own decodes the episode in the background (READ_AHEAD
+    frames: onwards to the end, then from the start) and keeps their PNGs (at most KEPT_PNGS, the most
+    recent), as a video player buffers: the reviewer's next steps and jumps within the episode are then
+    answered without decoding."""
 
     KEPT_GROUPS = 3  # a 640x480 group of 25 frames holds about 12 MB decoded (yuv420p)
     KEPT_PNGS = 300  # about 70 KB each for a 640x480 render
@@ -107,23 +108,28 @@ class OpenVideo:
             self.pngs.popitem(last=False)
 
     def _read_ahead(self, start: int) -> None:
-        """The background reader: its own container and decoder (one thread: the other core serves)."""
+        """The background reader, with its own container and decoder (one thread: the other core serves):
+        from the group first asked for to the end, then from the first frame up to it, READ_AHEAD frames
+        at most."""
+        left = self.READ_AHEAD
         try:
             with av.open(str(self.path)) as container:
                 stream = container.streams.video[0]
-                container.seek(self._pts(start, stream), stream=stream, backward=True, any_frame=False)
-                for frame in container.decode(stream):
-                    number = round(frame.pts * stream.time_base * self.frame_rate)
-                    if self.closed.is_set() or number >= start + self.READ_AHEAD:
-                        return
-                    with self.lock:
-                        known = number in self.pngs or number < start
-                    if not known:
-                        png = png_rgb(frame.to_ndarray(format="rgb24"))
+                for first, stop in ((start, None), (0, start)):
+                    container.seek(self._pts(first, stream), stream=stream, backward=True, any_frame=False)
+                    for frame in container.decode(stream):
+                        number = round(frame.pts * stream.time_base * self.frame_rate)
+                        if self.closed.is_set() or left <= 0:
+                            return
+                        if stop is not None and number >= stop:
+                            break
                         with self.lock:
-                            self.pngs.setdefault(number, png)
-                            while len(self.pngs) > self.KEPT_PNGS:
-                                self.pngs.popitem(last=False)
+                            known = number < first or number in self.pngs
+                        if not known:
+                            png = png_rgb(frame.to_ndarray(format="rgb24"))
+                            with self.lock:
+                                self._keep(number, png)
+                        left -= 1
         except (OSError, av.FFmpegError):
             return  # a request that needs the frame decodes it, and says what is wrong
 

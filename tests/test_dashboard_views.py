@@ -194,7 +194,7 @@ def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
 
 
-def test_the_frames_after_the_first_one_asked_for_are_read_ahead_in_the_background(
+def test_the_whole_episode_is_read_ahead_in_the_background_from_the_first_frame_asked_for(
     admin_client, finished, media_root, monkeypatch
 ):
     import av
@@ -207,13 +207,14 @@ def test_the_frames_after_the_first_one_asked_for_are_read_ahead_in_the_backgrou
     assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 26])).status_code == 200
     (opened,) = videos.videos.values()
     opened.reader.join(timeout=30)
-    assert sorted(opened.pngs) == list(range(25, len(decoded)))  # from the group's keyframe to the end
+    # From the keyframe of step 26's group to the end, then from the start.
+    assert list(opened.pngs)[:7] == [26, 25, 27, 28, 29, 30, 0] and sorted(opened.pngs) == list(range(len(decoded)))
 
     def no_decoding(*args):
         raise AssertionError("decoded on request")
 
     monkeypatch.setattr(opened, "_frame", no_decoding)
-    for step in range(25, len(decoded)):
+    for step in range(len(decoded)):
         response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
 
