@@ -11,29 +11,21 @@ settles it before serving) and prints median and p95 with the number of SQL quer
 import argparse
 import io
 import json
-import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORK = Path(tempfile.mkdtemp(prefix="rsi-bench-"))
-os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'db.sqlite3'}"
-os.environ["RSI_MEDIA_ROOT"] = str(WORK / "media")
-os.environ["RSI_ALLOWED_HOSTS"] = "testserver"  # the in-process test client
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
+from bench.throwaway import throwaway_site  # noqa: E402
 
-import django  # noqa: E402
+WORK = throwaway_site("rsi-bench-")
 
-django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -110,9 +102,6 @@ def main() -> None:
     parser.add_argument("--pace", type=float, default=0.1, help="seconds between a reviewer's frame requests")
     args = parser.parse_args()
 
-    call_command("migrate", verbosity=0)
-    with open(os.devnull, "w") as quiet:
-        call_command("load_catalogs", verbosity=0, stdout=quiet)
     started = time.perf_counter()
     campaigns = populate(args.attempts)
     real = do_launch_campaign(

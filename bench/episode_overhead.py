@@ -22,33 +22,26 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORK = Path(tempfile.mkdtemp(prefix="rsi-bench-"))
-os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'db.sqlite3'}"
-os.environ["RSI_MEDIA_ROOT"] = str(WORK / "media")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 os.environ["MUJOCO_GL"] = "egl"
+from bench.throwaway import throwaway_site  # noqa: E402
 
-import django  # noqa: E402
+WORK = throwaway_site("rsi-bench-")
+
 import gymnasium as gym  # noqa: E402
 import gymnasium_robotics  # noqa: E402
 import numpy as np  # noqa: E402
-
-django.setup()
-
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from evaluator import episode as episode_module  # noqa: E402
 from evaluator import evidence, native  # noqa: E402
 from evaluator.benchmarks import worker_spec  # noqa: E402
-from evaluator.launching import do_launch_campaign, ensure_builtin_policies  # noqa: E402
+from evaluator.launching import do_launch_campaign  # noqa: E402
 from evaluator.models import Policy  # noqa: E402
 from evaluator.policies import base as policy_base  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
@@ -184,10 +177,6 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40, help="policy calls per episode, 5 steps each")
     args = parser.parse_args()
 
-    call_command("migrate", verbosity=0)
-    with open(os.devnull, "w") as quiet:
-        call_command("load_catalogs", verbosity=0, stdout=quiet)
-    ensure_builtin_policies()
     config = configure("fetch", budget_mode="decisions", max_policy_calls=args.calls)
     bare = BareLoop()
     clock = EpisodeClock(bare)

@@ -16,25 +16,18 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORK = Path(tempfile.mkdtemp(prefix="rsi-bench-full-"))
-os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'db.sqlite3'}"
-os.environ["RSI_MEDIA_ROOT"] = str(WORK / "media")
-os.environ["RSI_ALLOWED_HOSTS"] = "testserver"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
+from bench.throwaway import throwaway_site  # noqa: E402
 
-import django  # noqa: E402
+WORK = throwaway_site("rsi-bench-full-")
 
-django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
@@ -53,9 +46,6 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--finished", type=float, default=0.5, help="share of cells closed before timing")
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    call_command("load_catalogs", verbosity=0)
-    evaluator.launching.ensure_builtin_policies()
     evaluator.launching.check_ready = lambda benchmark: None  # the bench measures records, not the simulator
 
     started = time.perf_counter()
