@@ -61,10 +61,13 @@ class VideoWriter:
     a one-frame lookahead keep at most two frames inside the encoder (a zero lookahead would turn off
     macroblock-tree rate control and more than double the size).
 
-    x264's "veryfast" preset at CRF 18: about 10 ms a 480x640 frame on these CPUs against 24 ms for its
-    default preset, for files about 10% larger; a thread of its own encodes while the worker computes
-    the next step (bench/episode_overhead.py). At most QUEUED frames wait for it; a failure there is
-    raised by the next `add` or by `close`. `finish_video` turns the stream into video.mp4 (faststart)
+    x264's "veryfast" preset at CRF 18, with diamond motion search at subpixel level 1 and one x264
+    thread: 4.8-5.1 ms of CPU a 480x640 frame on these CPUs (about 3.5 of it swscale's RGB to YUV)
+    against 5.5-6.6 ms for plain veryfast with x264's own threads (bench/video_encoder.py), for files
+    at most 5% larger; 24 ms for the default preset. The CPU matters more than the latency: the encoder
+    shares the cores with the simulator's renderer. A thread of its own encodes while the worker
+    computes the next step (bench/episode_overhead.py). At most QUEUED frames wait for it; a failure
+    there is raised by the next `add` or by `close`. `finish_video` turns the stream into video.mp4 (faststart)
     with exactly the indexed frames.
     """
 
@@ -114,9 +117,10 @@ class VideoWriter:
             self.codec.pix_fmt = "yuv420p"
             self.codec.time_base = 1 / self.fps
             self.codec.framerate = self.fps
+            self.codec.thread_count = 1  # x264's threads cost 1.2 ms of CPU a frame in synchronisation
             self.codec.options = {
                 "x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0:bframes=0:rc-lookahead=1:"
-                "sync-lookahead=0:sliced-threads=1",
+                "sync-lookahead=0:me=dia:subme=1",
                 "crf": "18",
                 "preset": "veryfast",
             }
