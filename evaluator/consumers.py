@@ -1,9 +1,10 @@
 """The live view of one attempt over a WebSocket: authenticate, join the attempt's group, forward.
 
-JSON text frames carry the state and the step events; binary frames carry the latest picture
-(8-byte header: sequence number and step, big-endian, then a JPEG). A viewer gets a new picture
-only after it acknowledges the last one, so a viewer that stops reading holds one picture at
-most and never slows the rollout.
+JSON text frames carry the state and the attempt's events ({"type": "events", "events": [...]}: those
+the rollout published while the previous message was on its way travel together); binary frames carry
+the latest picture (8-byte header: sequence number and step, big-endian, then a JPEG). A viewer gets
+a new picture only after it acknowledges the last one, so a viewer that stops reading holds one
+picture at most and never slows the rollout.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(content.get("type"), "MalformedMessage", 'a message has "type": "ack" or "intervene"')
 
     async def live_event(self, message):
-        await self.send(text_data=message["text"])  # {"type": "event", "event": ...}, serialized by the hub
+        await self.send(text_data=message["text"])  # {"type": "events", "events": [...]}, serialized by the hub
         if message["frame_seq"] is not None:
             self.newest_seq = max(self.newest_seq or 0, message["frame_seq"])
         await self.push_frame()

@@ -2,8 +2,12 @@
 
 The rollout never waits for a viewer. It hands each event to the hub, which keeps the latest
 state and a reference to the latest frame (one slot per attempt: a stale frame is replaced,
-never queued) and schedules a small event dict on the channel layer in the server's event
-loop without waiting for it. Frames never travel through the channel layer: each viewer's
+never queued) and queues the small event dict in the attempt's outbox. The server's event loop
+sends what the outbox holds as one channel-layer message, `{"type": "events", "events": [...]}`:
+at once when a step brings a new picture (or the attempt finishes), otherwise at most EVENT_DELAY_S
+after the outbox's first event, so a step's policy call and decision travel with the next step's
+picture event: every message costs each viewer's socket a trip through channels, daphne and
+autobahn (bench/live_viewers.py). Frames never travel through the channel layer: each viewer's
 consumer takes the latest one from the hub when its viewer has drawn the previous one.
 This hub lives in the process that runs the attempts (the embedded default's server); with the
 Celery executor, RedisLiveHub (evaluator/live_redis.py) carries the same events, pictures and
@@ -29,6 +33,7 @@ from PIL import Image
 from evaluator.episode import Directive
 
 JPEG_QUALITY = 85
+EVENT_DELAY_S = 0.1  # how long an event without a new picture may wait for the next one's message
 
 
 def group_name(attempt_id: int) -> str:
@@ -147,6 +152,7 @@ class LiveHub:
         self.campaign_sent: dict[int, float] = {}  # attempt -> when its campaign last heard of a step
         self.loop: asyncio.AbstractEventLoop | None = None
         self.seq = 0
+        self.outbox: dict[int, list[tuple[str, int | None]]] = {}  # attempt -> (event JSON, frame seq), queued
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The server's event loop, where channel-layer sends are scheduled (set by the consumers)."""
@@ -207,16 +213,43 @@ class LiveHub:
                 self.frames[attempt_id] = LiveFrame(seq=self.seq, step=step, rgb=rgb)
                 event["frame_seq"] = self.seq
             campaign_event = self._campaign_event(attempt_id, event)
-        # Serialized once for every viewer of the group, not once per viewer; the channel layer then copies
-        # a string per viewer rather than the event's nested lists (InMemoryChannelLayer deep-copies).
-        text = json.dumps({"type": "event", "event": event})
-        self._send(group_name(attempt_id), {"type": "live.event", "text": text, "frame_seq": event.get("frame_seq")})
+            queued = self.outbox.setdefault(attempt_id, [])
+            queued.append((json.dumps(event), event.get("frame_seq")))
+            first = len(queued) == 1
         if campaign_event is not None:
             self._send(campaign_group_name(campaign_event.pop("campaign")), campaign_event)
-        self.delivered(attempt_id)
+        self.delivered(attempt_id, first, urgent=rgb is not None or event["kind"] == "finished")
 
-    def delivered(self, attempt_id: int) -> None:
-        """After each event's sends (RedisLiveHub flushes state and picture to Redis then)."""
+    def delivered(self, attempt_id: int, first: bool, urgent: bool) -> None:
+        """After each event is queued: the outbox is sent from the server's loop now (urgent) or after
+        EVENT_DELAY_S (its first event)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            with self.lock:
+                self.outbox.pop(attempt_id, None)  # no server loop: nobody is watching
+            return
+        with contextlib.suppress(RuntimeError):  # the server loop is shutting down: nobody is watching
+            if urgent:
+                loop.call_soon_threadsafe(self._send_outbox, attempt_id)
+            elif first:
+                loop.call_soon_threadsafe(loop.call_later, EVENT_DELAY_S, self._send_outbox, attempt_id)
+
+    def _send_outbox(self, attempt_id: int) -> None:
+        message = self.take_outbox(attempt_id)
+        if message is not None:
+            asyncio.ensure_future(get_channel_layer().group_send(group_name(attempt_id), message))
+
+    def take_outbox(self, attempt_id: int) -> dict | None:
+        """The attempt's queued events as one channel-layer message, or None; the outbox is emptied. Serialized
+        once for every viewer of the group: the channel layer copies a string per viewer rather than nested
+        lists (InMemoryChannelLayer deep-copies)."""
+        with self.lock:
+            queued = self.outbox.pop(attempt_id, [])
+        if not queued:
+            return None
+        text = '{"type": "events", "events": [' + ", ".join(event for event, _ in queued) + "]}"
+        pictures = [seq for _, seq in queued if seq is not None]
+        return {"type": "live.event", "text": text, "frame_seq": max(pictures) if pictures else None}
 
     def _campaign_event(self, attempt_id: int, event: dict) -> dict | None:
         """A small progress event for the attempt's campaign page; steps thinned out. Holds the lock."""

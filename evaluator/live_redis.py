@@ -7,8 +7,9 @@ Per running attempt, under `rsi:live:<attempt>:`:
   flags     hash written by the web: pause, take-over and stop as requested (ahead of the worker)
   commands  list of interventions, popped by the worker at decision boundaries
 
-The rollout never waits for Redis: events go to an outbox that a publisher thread of the worker
-drains. It sends the events queued so far as small channel-layer messages, then stores the newest
+The rollout never waits for Redis: events go to the attempt's outbox, which a publisher thread of
+the worker drains. It sends the events queued so far as one channel-layer message per attempt (and
+the campaign pages' progress events), then stores the newest
 state and picture (one slot per attempt: a stale picture is replaced, never queued) and announces
 the picture with a `live.frame` message. The web's consumers read the picture from Redis when their
 viewer has drawn the last one, so the one-picture-per-viewer back-pressure is the same as with the
@@ -104,7 +105,7 @@ class RedisLiveHub(LiveHub):
         super().__init__()
         self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
         self.quiet = _Quiet()
-        self.outbox: deque[tuple[str, dict]] = deque()
+        self.sends: deque[tuple[str, dict]] = deque()  # (group, message): the campaign pages' events
         self.dirty: set[int] = set()
         self.stored_seq: dict[int, int] = {}
         self.draining = False
@@ -117,9 +118,10 @@ class RedisLiveHub(LiveHub):
         return PolledControl(lambda event: self.publish(attempt_id, event), self.client, attempt_id, self.quiet)
 
     def _send(self, group: str, message: dict) -> None:
-        self.outbox.append((group, message))
+        self.sends.append((group, message))
 
-    def delivered(self, attempt_id: int) -> None:
+    def delivered(self, attempt_id: int, first: bool, urgent: bool) -> None:
+        """Every event wakes the publisher thread, which sends all that is queued when it gets there."""
         with self.lock:
             self.dirty.add(attempt_id)
             if self.draining:
@@ -130,7 +132,7 @@ class RedisLiveHub(LiveHub):
 
     def close(self, attempt_id: int, final: dict) -> None:
         super().close(attempt_id, final)
-        self.delivered(attempt_id)  # its keys are deleted now that its state is gone
+        self.delivered(attempt_id, first=False, urgent=True)  # its keys are deleted now that its state is gone
         # The finished event leaves before this process moves on (or exits, for `manage.py reap`).
         self.idle.wait(timeout=5)
 
@@ -144,14 +146,18 @@ class RedisLiveHub(LiveHub):
         layer = get_channel_layer()
         while True:
             with self.lock:
-                if not (self.dirty or self.outbox):
+                if not (self.dirty or self.sends):
                     self.draining = False
                     self.idle.set()
                     return
                 dirty, self.dirty = self.dirty, set()
             # The events first: a step reaches the browser without waiting for its picture's encoding.
-            for _ in range(len(self.outbox)):
-                await self._notify(layer, *self.outbox.popleft())
+            for _ in range(len(self.sends)):
+                await self._notify(layer, *self.sends.popleft())
+            for attempt_id in dirty:
+                events = self.take_outbox(attempt_id)
+                if events is not None:
+                    await self._notify(layer, group_name(attempt_id), events)
             try:
                 pictures = await asyncio.to_thread(self._store, dirty)
             except redis.RedisError as exc:

@@ -88,11 +88,18 @@ async def _until(socket, predicate, timeout=90, ack=True):
             if ack:
                 await socket.send_json_to({"type": "ack", "seq": seq})
             continue
-        data = json.loads(message["text"])
-        seen.append(data)
-        if predicate(data):
+        read = _as_read(json.loads(message["text"]))
+        seen.extend(read)
+        if any(predicate(data) for data in read):
             return seen
     raise AssertionError(f"timed out; last messages: {seen[-3:]}")
+
+
+def _as_read(data: dict) -> list[dict]:
+    """A JSON message as the tests read it: an events message counts as each of its events in turn."""
+    if data.get("type") == "events":
+        return [{"type": "event", "event": event} for event in data["events"]]
+    return [data]
 
 
 def _finished(data):
@@ -181,6 +188,41 @@ def test_a_watcher_receives_frames_and_step_events_in_order(setup):
     assert Attempt.objects.get(pk=attempt.pk).autonomous is True  # watching changes nothing
 
 
+def test_events_without_a_picture_wait_briefly_and_travel_with_the_next_step_in_order():
+    # Issue 17, goal 5: every message costs each viewer's socket; a watcher's events still arrive in order.
+    import numpy as np
+    from channels.layers import get_channel_layer
+
+    from evaluator.live import EVENT_DELAY_S, LiveHub, group_name
+
+    async def scenario():
+        hub, layer = LiveHub(), get_channel_layer()
+        hub.attach_loop(asyncio.get_running_loop())
+        channel = await layer.new_channel()
+        await layer.group_add(group_name(7), channel)
+        hub.open(7, {"status": "running"})
+        hub.publish(7, {"kind": "call", "call": 1})
+        hub.publish(7, {"kind": "decision", "decision": 1})
+        began = time.monotonic()
+        delayed = await asyncio.wait_for(layer.receive(channel), 5)
+        waited = time.monotonic() - began
+        hub.publish(7, {"kind": "call", "call": 2})
+        hub.publish(7, {"kind": "step", "step": 1}, rgb=np.zeros((4, 4, 3), np.uint8), step=1)
+        with_step = await asyncio.wait_for(layer.receive(channel), 5)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(layer.receive(channel), 3 * EVENT_DELAY_S)  # nothing was sent twice
+        return hub, delayed, waited, with_step
+
+    hub, delayed, waited, with_step = asyncio.run(scenario())
+    events = json.loads(delayed["text"])
+    assert events["type"] == "events" and [e["kind"] for e in events["events"]] == ["started", "call", "decision"]
+    assert [e["seq"] for e in events["events"]] == [1, 2, 3] and delayed["frame_seq"] is None
+    assert waited >= EVENT_DELAY_S * 0.9  # no picture: they waited for company
+    events = json.loads(with_step["text"])["events"]
+    assert [e["kind"] for e in events] == ["call", "step"] and with_step["frame_seq"] == events[1]["frame_seq"] == 5
+    assert hub.latest_frame(7).seq == 5 and hub.outbox == {}
+
+
 def test_a_watcher_without_the_intervene_permission_is_refused_and_nothing_changes(setup):
     attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
     _, session = _user("walt", "watcher")
@@ -228,9 +270,11 @@ def test_pause_take_over_and_stop_work_and_flag_the_attempt(setup):
         for _ in range(3):
             await socket.send_json_to({"type": "intervene", "kind": "action", "action": [0.5, 0.0, 0.0, 1.0]})
         await socket.send_json_to({"type": "intervene", "kind": "action", "action": [2.0, 0.0, 0.0, 1.0]})
-        rejected = await _until(
-            socket, lambda d: d.get("type") == "event" and d["event"]["kind"] == "human_action_rejected"
-        )
+
+        def rejection(d):
+            return d.get("type") == "event" and d["event"]["kind"] == "human_action_rejected"
+
+        rejected = [d for d in await _until(socket, rejection) if rejection(d)]
         await socket.send_json_to({"type": "intervene", "kind": "annotate", "note": "steered it right"})
         await socket.send_json_to({"type": "intervene", "kind": "stop"})
         seen = await _until(socket, _finished)
@@ -317,7 +361,7 @@ def test_a_viewer_that_stops_reading_does_not_slow_the_rollout_or_grow_memory(se
 
     took, queued = asyncio.run(scenario())
     pictures = [m for m in queued if m.get("bytes") is not None]
-    events = [json.loads(m["text"]) for m in queued if m.get("text")]
+    events = [e for m in queued if m.get("text") for e in _as_read(json.loads(m["text"]))]
     steps = [e["event"]["step"] for e in events if e.get("type") == "event" and e["event"]["kind"] == "step"]
     assert steps == list(range(51))  # the small events all came
     assert len(pictures) == 1  # never acknowledged: one picture held, 50 newer ones replaced, none queued

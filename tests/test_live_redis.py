@@ -14,7 +14,7 @@ from PIL import Image
 
 from evaluator.live_redis import RedisLiveHub
 from tests.servers.redis import redis_server
-from tests.test_live_consumer import _pending, _run, _socket, _user
+from tests.test_live_consumer import _as_read, _pending, _run, _socket, _user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +73,7 @@ def test_a_viewer_that_stops_reading_holds_one_picture_while_every_event_arrives
         return queued, pictures
 
     queued, pictures = asyncio.run(scenario())
-    events = [json.loads(m["text"]) for m in queued if m.get("text")]
+    events = [e for m in queued if m.get("text") for e in _as_read(json.loads(m["text"]))]
     steps = [e["event"]["step"] for e in events if e.get("type") == "event" and e["event"]["kind"] == "step"]
     assert steps == list(range(51))  # every small event came through the Redis channel layer
     assert events[-1]["event"]["kind"] == "finished"

@@ -128,7 +128,7 @@
         root.dataset.connected = "1";
         retryMs = 1000;
       }
-      else if (data.type === "event") event(data.event);
+      else if (data.type === "events") data.events.forEach(event);
       else if (data.type === "refused") $("live-message").textContent = `refused ${data.kind}: ${data.reason}`;
       else if (data.type === "accepted") $("live-message").textContent = `${data.event.intervention || "action"} accepted`;
       return;
