@@ -11,7 +11,7 @@ import hashlib
 import json
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 
 from evaluator.protocol.scoring import ErrorType, Outcome, TerminationReason
@@ -314,7 +314,13 @@ class Attempt(models.Model):
     def _stored_status(self) -> str | None:
         if self.pk is None:
             return None
-        return Attempt.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+        # Asked before every record a running attempt writes: one plain query costs 0.04 ms where the ORM's
+        # compiling costs 0.6 ms on the episode's thread (bench/episode_overhead.py).
+        table, key = (connection.ops.quote_name(name) for name in (Attempt._meta.db_table, Attempt._meta.pk.column))
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT status FROM {table} WHERE {key} = %s", [self.pk])
+            row = cursor.fetchone()
+        return row[0] if row else None
 
     def save(self, *args, **kwargs):
         if self.pk is None and self.status != self.Status.PENDING:
