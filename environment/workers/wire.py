@@ -101,19 +101,19 @@ def read_frame(
         try:
             dtype = np.dtype(spec["dtype"])
             shape = tuple(int(n) for n in spec["shape"])
-            count = int(np.prod(shape, dtype=np.int64))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolViolation(f"bad array spec {spec!r}: {exc}") from None
-        if dtype.hasobject or count < 0:
+        if dtype.hasobject or any(n < 0 for n in shape):
             raise ProtocolViolation(f"bad array spec {spec!r}")
-        # A bytearray: each array owns writable memory. Receivers such as the SimplerEnv controller
-        # (scipy's Rotation.from_rotvec, in-place clipping) refuse read-only views of a bytes object.
+        size = math.prod(shape) * dtype.itemsize
+        # Each array owns writable memory. Receivers such as the SimplerEnv controller (scipy's
+        # Rotation.from_rotvec, in-place clipping) refuse read-only views of a bytes object.
         if read_into is None:
-            data = bytearray(read_exact(count * dtype.itemsize))
+            data = np.frombuffer(bytearray(read_exact(size)), dtype=np.uint8)
         else:
-            data = bytearray(count * dtype.itemsize)
+            data = np.empty(size, dtype=np.uint8)  # not zeroed first: the read fills it
             read_into(memoryview(data))
-        arrays[spec["key"]] = np.frombuffer(data, dtype=dtype).reshape(shape)
+        arrays[spec["key"]] = data.view(dtype).reshape(shape)
     return header, arrays
 
 
