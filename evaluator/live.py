@@ -153,6 +153,7 @@ class LiveHub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.seq = 0
         self.outbox: dict[int, list[tuple[str, int | None]]] = {}  # attempt -> (event JSON, frame seq), queued
+        self.timers: dict[int, asyncio.TimerHandle] = {}  # attempt -> its outbox's delayed send (the loop's own)
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The server's event loop, where channel-layer sends are scheduled (set by the consumers)."""
@@ -228,13 +229,21 @@ class LiveHub:
             with self.lock:
                 self.outbox.pop(attempt_id, None)  # no server loop: nobody is watching
             return
-        with contextlib.suppress(RuntimeError):  # the server loop is shutting down: nobody is watching
-            if urgent:
-                loop.call_soon_threadsafe(self._send_outbox, attempt_id)
-            elif first:
-                loop.call_soon_threadsafe(loop.call_later, EVENT_DELAY_S, self._send_outbox, attempt_id)
+        if urgent or first:
+            with contextlib.suppress(RuntimeError):  # the server loop is shutting down: nobody is watching
+                loop.call_soon_threadsafe(self._schedule, attempt_id, urgent)
+
+    def _schedule(self, attempt_id: int, urgent: bool) -> None:
+        """On the server's loop: send now, or once the outbox's first event has waited EVENT_DELAY_S."""
+        if urgent:
+            self._send_outbox(attempt_id)
+        elif attempt_id not in self.timers:
+            self.timers[attempt_id] = self.loop.call_later(EVENT_DELAY_S, self._send_outbox, attempt_id)
 
     def _send_outbox(self, attempt_id: int) -> None:
+        timer = self.timers.pop(attempt_id, None)
+        if timer is not None:
+            timer.cancel()  # this send takes what it waited for: a later outbox gets its own delay
         message = self.take_outbox(attempt_id)
         if message is not None:
             asyncio.ensure_future(get_channel_layer().group_send(group_name(attempt_id), message))

@@ -207,20 +207,27 @@ def test_events_without_a_picture_wait_briefly_and_travel_with_the_next_step_in_
         delayed = await asyncio.wait_for(layer.receive(channel), 5)
         waited = time.monotonic() - began
         hub.publish(7, {"kind": "call", "call": 2})
+        await asyncio.sleep(EVENT_DELAY_S * 0.6)
         hub.publish(7, {"kind": "step", "step": 1}, rgb=np.zeros((4, 4, 3), np.uint8), step=1)
         with_step = await asyncio.wait_for(layer.receive(channel), 5)
+        # The next outbox waits its own delay, not what was left of the one the step took along.
+        hub.publish(7, {"kind": "call", "call": 3})
+        began = time.monotonic()
+        next_call = await asyncio.wait_for(layer.receive(channel), 5)
+        waited_again = time.monotonic() - began
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(layer.receive(channel), 3 * EVENT_DELAY_S)  # nothing was sent twice
-        return hub, delayed, waited, with_step
+        return hub, delayed, min(waited, waited_again), with_step, next_call
 
-    hub, delayed, waited, with_step = asyncio.run(scenario())
+    hub, delayed, waited, with_step, next_call = asyncio.run(scenario())
     events = json.loads(delayed["text"])
     assert events["type"] == "events" and [e["kind"] for e in events["events"]] == ["started", "call", "decision"]
     assert [e["seq"] for e in events["events"]] == [1, 2, 3] and delayed["frame_seq"] is None
     assert waited >= EVENT_DELAY_S * 0.9  # no picture: they waited for company
     events = json.loads(with_step["text"])["events"]
     assert [e["kind"] for e in events] == ["call", "step"] and with_step["frame_seq"] == events[1]["frame_seq"] == 5
-    assert hub.latest_frame(7).seq == 5 and hub.outbox == {}
+    assert [e["call"] for e in json.loads(next_call["text"])["events"]] == [3]
+    assert hub.latest_frame(7).seq == 5 and hub.outbox == {} and hub.timers == {}
 
 
 def test_a_watcher_without_the_intervene_permission_is_refused_and_nothing_changes(setup):
