@@ -143,7 +143,7 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             frame = await asyncio.to_thread(hub.latest_frame, self.attempt_id)
         if frame is None or frame.seq <= self.sent_seq:
             return
-        jpeg = frame.encoded or await asyncio.to_thread(frame.jpeg)  # encoded once, by the first viewer's thread
+        jpeg = await frame.jpeg_async()  # encoded once, on one thread, for every viewer of this process
         self.sent_seq, self.awaiting_ack = frame.seq, True
         await self.send(bytes_data=struct.pack(">II", frame.seq, frame.step) + jpeg)
 

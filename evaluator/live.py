@@ -60,11 +60,16 @@ class LiveFrame:
     rgb: np.ndarray | None
     _jpeg: bytes | None = None  # given when the picture came encoded (from Redis)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _encoding: asyncio.Future | None = None  # the server loop's one encoding, awaited by every viewer
 
-    @property
-    def encoded(self) -> bytes | None:
-        """The JPEG if some viewer's demand (or Redis) already made it: the others need no thread."""
-        return self._jpeg
+    async def jpeg_async(self) -> bytes:
+        """The JPEG for the server loop's viewers: one thread encodes it, all of them await that thread (a
+        thread hop per viewer and step would cost the loop more than the viewers' sends)."""
+        if self._jpeg is not None:
+            return self._jpeg
+        if self._encoding is None:
+            self._encoding = asyncio.ensure_future(asyncio.to_thread(self.jpeg))
+        return await asyncio.shield(self._encoding)  # a viewer who leaves does not cancel the others' picture
 
     def jpeg(self) -> bytes:
         """Encoded once, on the first viewer's demand, never by the rollout."""

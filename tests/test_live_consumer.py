@@ -230,6 +230,30 @@ def test_events_without_a_picture_wait_briefly_and_travel_with_the_next_step_in_
     assert hub.latest_frame(7).seq == 5 and hub.outbox == {} and hub.timers == {}
 
 
+def test_one_jpeg_encoding_serves_every_viewer_of_a_picture_even_when_one_leaves():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from evaluator.live import LiveFrame
+
+    frame = LiveFrame(seq=1, step=0, rgb=np.full((48, 64, 3), (200, 30, 90), np.uint8))
+    encodings = []
+    encode = frame.jpeg
+    frame.jpeg = lambda: encodings.append(1) or encode()
+
+    async def viewers():
+        waiting = [asyncio.ensure_future(frame.jpeg_async()) for _ in range(10)]
+        await asyncio.sleep(0)
+        waiting[0].cancel()  # a viewer who disconnects while the picture is encoded
+        return await asyncio.gather(*waiting[1:]), await frame.jpeg_async()
+
+    pictures, later = asyncio.run(viewers())
+    assert encodings == [1] and len(set(pictures)) == 1 and later == pictures[0]
+    assert Image.open(io.BytesIO(later)).getpixel((10, 10)) == pytest.approx((200, 30, 90), abs=3)
+
+
 def test_a_watcher_without_the_intervene_permission_is_refused_and_nothing_changes(setup):
     attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
     _, session = _user("walt", "watcher")
