@@ -8,10 +8,14 @@ FetchPickAndPlace-v4, seed 3, 480x640 frames with MUJOCO_GL=egl, an episode on t
 CALLS policy calls of 5 steps each (the noop policy never ends an episode early). This machine's speed
 wanders by tens of percent within a minute, so the bare loop is interleaved step by step with what it is
 compared with: this process holds the bare env (gymnasium's own env.step + env.render, the worker's
-make kwargs; its one MuJoCo context), and steps it once before each step of
+make kwargs; its one MuJoCo context), and steps it once after each step of
   worker   RSI's Fetch worker driven directly (NativeWorker: the pipe protocol, nothing else);
   rsi      the evaluated episode as a campaign cell runs it (do_run_attempt on a throwaway SQLite
            database and media folder: policy calls, evidence, video, database, live events).
+The bare step is taken right after each worker step, once the evaluator's own threads (the video
+encoder, the evidence thread) have done what they were given before it, and that wait counts as the
+evaluator's: their work on a frame overlaps the next worker step, as in a real run, but never the
+bare step it is compared with.
 The RSI episode's time is its runner's span (reset excluded) minus the bare steps taken inside it;
 the cell's set-up and finishing (worker start, the mp4, the manifest) are printed apart. A last,
 instrumented RSI episode says where the evaluator's own time goes.
@@ -22,6 +26,7 @@ import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -66,26 +71,68 @@ class BareLoop:
         self.seconds += time.perf_counter() - started
 
 
-def worker_only(steps: int, bare: BareLoop) -> tuple[float, float]:
-    """(seconds in the worker's steps, seconds in the bare steps between them)."""
+def worker_only(steps: int, bare: BareLoop, clock: "EpisodeClock") -> tuple[float, float]:
+    """(seconds in the worker's steps, seconds in the bare steps between them): the clock's interleaved
+    step takes the bare step after each worker step."""
     worker = native.NativeWorker(worker_spec("fetch"))
     try:
         worker.reset(SEED, env_id=ENV_ID, instruction="", max_episode_steps=steps)
-        bare.seconds, seconds = 0.0, 0.0
+        bare.seconds = clock.worker_seconds = 0.0
         for _ in range(steps):
-            bare.step()
-            started = time.perf_counter()
             worker.step((0.0, 0.0, 0.0, 0.0))
-            seconds += time.perf_counter() - started
-        return seconds, bare.seconds
+        return clock.worker_seconds, bare.seconds
     finally:
         worker.close()
 
 
+class Quiescence:
+    """Waits until the evaluator's threads have done what they were given: every frame handed to the video
+    encoder encoded, every task on the evidence thread run."""
+
+    def __init__(self):
+        self.done = threading.Condition()
+        self.unencoded = 0
+        self.evidence = None
+        add, encode = evidence.VideoWriter.add, evidence.VideoWriter._encode
+        evidence_init, evidence_close = evidence.EvidenceWriter.__init__, evidence.EvidenceWriter.close
+
+        def counted_add(writer, *args, **kwargs):
+            with self.done:
+                self.unencoded += 1
+            return add(writer, *args, **kwargs)
+
+        def counted_encode(writer, *args, **kwargs):
+            try:
+                return encode(writer, *args, **kwargs)
+            finally:
+                with self.done:
+                    self.unencoded -= 1
+                    self.done.notify_all()
+
+        def kept_init(writer, *args, **kwargs):
+            evidence_init(writer, *args, **kwargs)
+            self.evidence = writer
+
+        def forgotten_close(writer, *args, **kwargs):
+            self.evidence = None  # its thread is shut down: nothing more is given to it
+            return evidence_close(writer, *args, **kwargs)
+
+        evidence.VideoWriter.add, evidence.VideoWriter._encode = counted_add, counted_encode
+        evidence.EvidenceWriter.__init__, evidence.EvidenceWriter.close = kept_init, forgotten_close
+
+    def wait(self) -> None:
+        with self.done:
+            self.done.wait_for(lambda: self.unencoded == 0)
+        if self.evidence is not None:
+            self.evidence._hashing.submit(lambda: None).result()  # one thread: what came before has run
+
+
 class EpisodeClock:
-    """The RSI episode's own span, reset excluded, with a bare step taken before each worker step."""
+    """The RSI episode's own span, reset excluded, with a bare step taken after each worker step once the
+    evaluator's threads are quiet."""
 
     def __init__(self, bare: BareLoop):
+        quiet = Quiescence()
         self.spans: list[tuple[float, float]] = []  # (evaluated seconds, bare seconds inside)
         run, reset, step = episode_module._Episode.run, native.NativeWorker.reset, native.NativeWorker.step
         self.reset_seconds = self.worker_seconds = 0.0
@@ -107,12 +154,15 @@ class EpisodeClock:
                 self.reset_seconds += time.perf_counter() - started
 
         def interleaved_step(worker, action):
-            bare.step()
             started = time.perf_counter()
             try:
                 return step(worker, action)
             finally:
                 self.worker_seconds += time.perf_counter() - started
+                # The frame this step returns is not handed over yet; what the threads still owe from the
+                # earlier ones (which had this worker step to overlap) is the evaluator's time.
+                quiet.wait()
+                bare.step()
 
         episode_module._Episode.run = timed_run
         native.NativeWorker.reset = timed_reset
@@ -191,7 +241,7 @@ def main() -> None:
         ratios["rsi"].append(span / inside)
         absolute["rsi"].append(span / steps)
         absolute["bare"].append(inside / steps)
-        seconds, inside = worker_only(steps, bare)
+        seconds, inside = worker_only(steps, bare, clock)
         ratios["worker"].append(seconds / inside)
         absolute["worker"].append(seconds / steps)
         absolute["bare"].append(inside / steps)
