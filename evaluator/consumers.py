@@ -1,10 +1,10 @@
 """The live view of one attempt over a WebSocket: authenticate, join the attempt's group, forward.
 
-JSON text frames carry the state and the attempt's events ({"type": "events", "events": [...]}: those
-the rollout published while the previous message was on its way travel together); binary frames carry
-the latest picture (8-byte header: sequence number and step, big-endian, then a JPEG). A viewer gets
-a new picture only after it acknowledges the last one, so a viewer that stops reading holds one
-picture at most and never slows the rollout.
+JSON text frames carry the state and the attempt's events ({"type": "events", "events": [...]}, about
+one message a step: evaluator/live.py says when the hub sends); binary frames carry the latest
+picture (8-byte header: sequence number and step, big-endian, then a JPEG). A viewer gets a new
+picture only after it acknowledges the last one, so a viewer that stops reading holds one picture
+at most and never slows the rollout.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ Per running attempt, under `rsi:live:<attempt>:`:
 
 The rollout never waits for Redis: events go to the attempt's outbox, which a publisher thread of
 the worker drains. It sends the events queued so far as one channel-layer message per attempt (and
-the campaign pages' progress events), then stores the newest
-state and picture (one slot per attempt: a stale picture is replaced, never queued) and announces
-the picture with a `live.frame` message. The web's consumers read the picture from Redis when their
-viewer has drawn the last one, so the one-picture-per-viewer back-pressure is the same as with the
-embedded hub. A Redis outage loses
-live pictures and events, never the attempt: its evidence goes to the media root and the database.
+the campaign pages' progress events), then stores the newest state and picture (one slot per
+attempt: a stale picture is replaced, never queued) and announces the picture with a `live.frame`
+message. The web's consumers read the picture from Redis when their viewer has drawn the last one,
+so the one-picture-per-viewer back-pressure is the same as with the embedded hub. A Redis outage
+loses live pictures and events, never the attempt: its evidence goes to the media root and the
+database.
 """
 
 from __future__ import annotations
