@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 import time
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from environment.workers.wire import jsonable
 from evaluator.native import NativeObservation, NativeStep, WorkerFailure
+from evaluator.png import png_ahead
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, SentRequest, Usage
 from evaluator.protocol.actions import ActionContract, validate_response
 from evaluator.protocol.budgets import Budget
@@ -127,6 +129,7 @@ class _Episode:
         self.native_ended = False
         self.latencies: list[float] = []
         self.usages: list[Usage] = []
+        self.frame_png: Future | None = None  # the current observation's PNG, encoding since it arrived
 
     @property
     def budget(self) -> Budget:
@@ -165,6 +168,7 @@ class _Episode:
             observation = self.env.reset(self.spec.seed, **self.spec.reset_options)
         except WorkerFailure as failure:
             return self.result(self.fail(failure.error_type, _with_tail(str(failure), failure.stderr_tail)))
+        self.frame_png = png_ahead(observation.rgb)
         self.sink.frame(0, observation)
         start = EpisodeStart(
             token=self.token,
@@ -206,6 +210,7 @@ class _Episode:
                 counters=self.counters(),
                 sensors={name: observation.arrays[name] for name in self.spec.sensors},
                 feedback=self.feedback,
+                png_ahead=self.frame_png,
             )
             self.calls += 1
             self.decision_count += 1
@@ -336,6 +341,10 @@ class _Episode:
             if result.terminated and self.spec.native_termination_ends:
                 self.native_ended = True
                 break
+        if actions:
+            # The next call is made on this new frame: its PNG (for the evidence, and for a PNG transport)
+            # is encoded while the decision is recorded (one spare encoding when the episode ends here).
+            self.frame_png = png_ahead(observation.rgb)
         return observation, None
 
     def result(self, termination: TerminationReason) -> EpisodeResult:

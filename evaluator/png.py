@@ -5,12 +5,19 @@ The PNG is the plainest one the format allows (8-bit RGB, no interlace, one IDAT
 filter 2 ("up": the byte difference with the row above, computed by numpy), and the stream is deflated by
 ISA-L (python-isal, zlib-compatible output) at level 1: about 1 ms and the size of Pillow's level 1
 (bench/dashboard_load.py, bench/policy_overhead.py). Any PNG decoder reads it back bit-exact.
+
+`png_ahead` starts that encoding on a background thread, so that an episode can have the next policy
+call's PNG made while it records the decision before the call (both the evidence and the PNG transports
+need it: bench/policy_overhead.py measures the calls of a real episode).
 """
 
 from __future__ import annotations
 
+import os
 import struct
+import threading
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 from isal import isal_zlib
@@ -39,3 +46,31 @@ def png_rgb(rgb: np.ndarray) -> bytes:
         + _chunk(b"IDAT", isal_zlib.compress(rows, 1))  # the array's own buffer: no copy
         + _chunk(b"IEND", b"")
     )
+
+
+class _Encoders:
+    """The process's PNG threads, one per core, started on first use and again in a forked child (which
+    inherits none of its parent's threads)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._lock, self._pool = threading.Lock(), None
+
+    def submit(self, rgb: np.ndarray) -> Future:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="rsi-png")
+            return self._pool.submit(png_rgb, rgb)
+
+
+_ENCODERS = _Encoders()
+
+
+def png_ahead(rgb: np.ndarray) -> Future:
+    """png_rgb(rgb), started now on a background thread (the encoder holds the GIL for none of its work
+    but the header: numpy's row filter and ISA-L release it). The caller must not change `rgb` meanwhile."""
+    return _ENCODERS.submit(rgb)

@@ -120,3 +120,63 @@ def test_the_msgpack_body_is_one_msgpack_map_of_the_json_bodys_fields():
     assert unpacked.keys() == as_json.keys()
     assert {k: v for k, v in unpacked.items() if k != "image"} == {k: v for k, v in as_json.items() if k != "image"}
     assert unpacked["image"] == {"format": "rgb24", "encoding": "raw", "shape": [48, 64, 3], "data": rgb.tobytes()}
+
+
+def test_a_json_body_is_the_json_of_its_fields_whatever_text_the_policy_is_shown():
+    from evaluator.policies.base import EpisodeStart, MailboxMessage
+    from evaluator.policies.payload import http_request, json_request, json_with_png
+    from evaluator.protocol.actions import FETCH_ACTION
+
+    rgb = np.random.default_rng(4).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    hostile = 'a "<png 00>" slot, \\u0000 \x00 \u2603 </script>'  # text that looks like a placeholder
+    start = EpisodeStart("ab" * 16, hostile, FETCH_ACTION.describe(), {"max_policy_calls": 3}, ())
+    message = MailboxMessage("ab" * 16, hostile, rgb, {"policy_calls": 0}, {}, hostile)
+    body = json_request(message, start)
+    expected = http_request(message, start)
+    expected["image"]["data"] = base64.b64encode(message.png).decode()
+    assert json.loads(body) == expected
+    assert _json_pixels(json.loads(body)) == rgb.tobytes()
+    with pytest.raises(ValueError):  # a placeholder is spliced once, never guessed at
+        json_with_png({"a": "<slot>", "b": "<slot>"}, "<slot>", message)
+
+
+@pytest.mark.parametrize("transport", ["http-json", "chat"])
+def test_a_png_transport_sends_the_evidence_png_byte_for_byte(run_spec, servers, media_root, transport):
+    # evaluator/png.py: the frame's PNG is encoded once, ahead of the call, for the evidence and the transport.
+    start_server, spec, _ = TRANSPORTS[transport]
+    server = servers(start_server())
+    attempt = run_spec(spec(server), budget_mode="decisions", max_policy_calls=2)
+    for call, request in enumerate(server.requests, start=1):
+        stored = attempt.artifacts.get(path__endswith=f"messages/call-{call:04d}.png")
+        if transport == "chat":
+            url = request["messages"][1]["content"][1]["image_url"]["url"]
+            sent = base64.b64decode(url.removeprefix("data:image/png;base64,"))
+        else:
+            sent = base64.b64decode(request["image"]["data"])
+        assert sent == (media_root / stored.path).read_bytes()
+
+
+def test_each_calls_png_started_ahead_is_the_png_of_the_frame_it_is_made_on(run_cell, register_policy):
+    # The episode encodes a frame's PNG from the moment the frame arrives (evaluator/png.py, png_ahead);
+    # a call on a new frame must never get the previous frame's encoding, and a call that reuses the last
+    # acknowledged observation (a rejected response executed nothing) gets that frame's.
+    from evaluator.png import png_rgb
+    from evaluator.policies.base import NO_PROVIDER, Policy, PolicyReply
+
+    seen = []
+
+    class RejectFirstThenNoop(Policy):
+        def act(self, message):
+            seen.append((message.png_ahead is not None, message.png == png_rgb(message.rgb), message.rgb.tobytes()))
+            if len(seen) == 1:
+                return PolicyReply({"actions": [[0.0] * 5]}, NO_PROVIDER)  # wrong length: nothing executes
+            return PolicyReply({"actions": [[0.5, 0.0, 0.0, 0.0]] * 5}, NO_PROVIDER)  # the frames change
+
+    register_policy("reject-first", RejectFirstThenNoop)
+    attempt = run_cell(
+        policy="reject-first", action_rejection_feedback=True, budget_mode="decisions", max_policy_calls=4
+    )
+    assert attempt.policy_calls == 4 and attempt.rejected_calls == 1
+    assert [(ahead, exact) for ahead, exact, _ in seen] == [(True, True)] * 4
+    frames = [pixels for _, _, pixels in seen]
+    assert frames[0] == frames[1] and len(set(frames[1:])) == 3

@@ -12,6 +12,7 @@ import functools
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +45,13 @@ class MailboxMessage:
     counters: Mapping[str, int]
     sensors: Mapping[str, np.ndarray] = field(default_factory=dict)
     feedback: str | None = None
+    # The PNG of `rgb` if its encoding was started ahead (png_ahead): the same bytes, made earlier.
+    png_ahead: Future | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def png(self) -> bytes:
         """The frame as a lossless PNG, encoded once for the evidence and every transport."""
-        return png_rgb(self.rgb)
+        return self.png_ahead.result() if self.png_ahead is not None else png_rgb(self.rgb)
 
 
 @dataclass(frozen=True)

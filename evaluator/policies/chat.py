@@ -14,7 +14,7 @@ import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
-from evaluator.policies.payload import png_base64
+from evaluator.policies.payload import json_with_png, png_slot
 from evaluator.protocol.identity import AGENT_METHOD, SINGLE_RESPONSE
 from evaluator.protocol.scoring import ErrorType
 
@@ -97,7 +97,7 @@ class ChatPolicy(Policy):
             f"{contract['dimension']} numbers: {components}. Values outside the bounds are rejected, not clipped."
         )
 
-    def _user(self, message: MailboxMessage, stage: str, notes: list[str]) -> list[dict]:
+    def _user(self, message: MailboxMessage, stage: str, notes: list[str], slot: str) -> list[dict]:
         lines = [f"Instruction: {message.instruction}", f"Counters: {json.dumps(dict(message.counters))}"]
         if message.feedback:
             lines.append(f"Your previous answer was rejected: {message.feedback}")
@@ -109,18 +109,19 @@ class ChatPolicy(Policy):
         )
         return [
             {"type": "text", "text": "\n".join(lines)},
-            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(message)}"}},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{slot}"}},
         ]
 
-    def _complete(self, messages: list[dict], deadline: CallDeadline) -> tuple[str, dict]:
-        body = json.dumps(
-            {
-                "model": self.model,
-                "messages": messages,
-                "max_tokens": self.max_tokens,
-                "temperature": self.temperature,
-            }
-        ).encode()
+    def _complete(
+        self, messages: list[dict], message: MailboxMessage, slot: str, deadline: CallDeadline
+    ) -> tuple[str, dict]:
+        request = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        body = json_with_png(request, slot, message)  # the frame's PNG where the image URL has `slot`
         self.record_sent(body, "application/json")
         status, data = self.connection.post(f"{self.parsed.path}/chat/completions", body, "application/json", deadline)
         if status >= 400:
@@ -157,13 +158,14 @@ class ChatPolicy(Policy):
     def act(self, message: MailboxMessage) -> PolicyReply:
         deadline = CallDeadline(self.timeout_s)  # one deadline for every request of the composition
         notes, usages = [], []
+        slot = png_slot()
         for stage in self.composition:
             messages = [
                 {"role": "system", "content": self._system()},
-                {"role": "user", "content": self._user(message, stage, notes)},
+                {"role": "user", "content": self._user(message, stage, notes, slot)},
             ]
             try:
-                content, usage = self._complete(messages, deadline)
+                content, usage = self._complete(messages, message, slot, deadline)
             except PolicyFailure as failure:
                 failure.usage = self._usage(len(usages) + 1, usages + [{}])
                 raise

@@ -7,7 +7,7 @@ import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
-from evaluator.policies.payload import HTTP_BODIES, http_request, msgpack_request
+from evaluator.policies.payload import HTTP_BODIES, json_request, msgpack_request
 from evaluator.protocol.scoring import ErrorType
 
 
@@ -39,7 +39,7 @@ class HttpJsonPolicy(Policy):
     def act(self, message: MailboxMessage) -> PolicyReply:
         deadline = CallDeadline(self.timeout_s)
         if self.body == "json":
-            body = json.dumps(http_request(message, self.start)).encode()
+            body = json_request(message, self.start)
         else:
             body = msgpack_request(message, self.start)  # buffers: the frame's pixels are sent from its memory
         self.record_sent(body, self.media_type)
