@@ -1,12 +1,18 @@
-"""Evaluator overhead per policy call, for each network transport: the policy object's `act` on a fresh
-mailbox message (its frame encoded as the transport sends it: PNG + base64 + JSON, raw msgpack, or a PNG
-data URL) against a plain client POSTing / sending the very same body bytes, already encoded, to the
-same local server.
+"""Evaluator overhead per policy call, for each network transport: RSI's policy object against a plain
+client POSTing / sending the very same body bytes, already encoded, to the same local server.
 
-    .venv/bin/python bench/policy_overhead.py [--calls 300] [--transports http-json,http-msgpack,openpi,chat]
+    .venv/bin/python bench/policy_overhead.py [--calls 300] [--episode-calls 60]
+                                              [--transports http-json,http-msgpack,openpi,chat]
 
-Both ways are measured side by side in one run, interleaved, on loopback, with a real 480x640 render;
-the difference of the medians is what the evaluator adds to each call (the goal is 1 ms at most).
+Two settings, each measured side by side in one run, interleaved, on loopback, with real 480x640 renders;
+the difference of the medians is what the evaluator adds to each call (issue 17: 1 ms at most).
+  a message alone   `act` on a fresh mailbox message, its frame encoded as the transport sends it (PNG +
+                    base64 + JSON, raw msgpack, or a PNG data URL) inside the timed call;
+  in an episode     the calls of an evaluated FetchPickAndPlace episode (noop-like zero chunks of 5 steps,
+                    evidence, video, database), each timed as the episode times it, and right after it
+                    the same body sent by the plain client. There the frame's PNG, which the evidence
+                    keeps for every transport, is encoded from the moment the frame arrives, while the
+                    episode records the decision before the call (evaluator/png.py, png_ahead).
 """
 
 import argparse
@@ -14,6 +20,8 @@ import dataclasses
 import http.client
 import json
 import logging
+import os
+import shutil
 import socket
 import statistics
 import sys
@@ -22,19 +30,26 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-from websockets.sync.client import connect
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ["MUJOCO_GL"] = "egl"
+from bench.throwaway import throwaway_site
 
-from evaluator.benchmarks import worker_spec
-from evaluator.native import NativeWorker
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy
-from evaluator.policies.chat import ChatPolicy
-from evaluator.policies.http_json import HttpJsonPolicy
-from evaluator.policies.openpi import OpenPiPolicy, unpack
-from evaluator.protocol.actions import FETCH_ACTION
-from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk
+WORK = throwaway_site("rsi-bench-")
+
+import numpy as np  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+from evaluator.benchmarks import worker_spec  # noqa: E402
+from evaluator.launching import do_launch_campaign, policy_for  # noqa: E402
+from evaluator.native import NativeWorker  # noqa: E402
+from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy  # noqa: E402
+from evaluator.policies.chat import ChatPolicy  # noqa: E402
+from evaluator.policies.http_json import HttpJsonPolicy  # noqa: E402
+from evaluator.policies.openpi import OpenPiPolicy, unpack  # noqa: E402
+from evaluator.protocol.actions import FETCH_ACTION  # noqa: E402
+from evaluator.protocol.identity import configure  # noqa: E402
+from evaluator.running import do_run_attempt  # noqa: E402
+from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk  # noqa: E402
 
 
 def frame() -> np.ndarray:
@@ -79,23 +94,42 @@ class WebSocketSender:
         self.socket.close()
 
 
-def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, HttpSender | WebSocketSender]]]:
-    def http(body: str):
+@dataclasses.dataclass
+class Transport:
+    server: HttpPolicyServer | OpenPiServer | ChatServer
+    spec: str  # the policy spec string an evaluated episode is launched with
+    policy: Policy  # the same policy, built directly, for a message alone
+    send: HttpSender | WebSocketSender  # the plain client
+
+    def forget(self) -> None:
+        """The test servers record every request; a bench keeps none."""
+        self.server.received.clear()
+        self.server.requests.clear()
+        getattr(self.server, "bodies", []).clear()
+
+    def close(self) -> None:
+        self.send.close()
+        self.server.stop()
+
+
+def transports() -> dict[str, Callable[[], Transport]]:
+    def http(body: str) -> Transport:
         server = HttpPolicyServer(always(zero_chunk()))
-        recorders.append(server)
-        policy = HttpJsonPolicy(server.url, body=body)
-        return policy, HttpSender(server.url, f"application/{body}")
+        spec = server.url if body == "json" else f"{server.url}?body={body}"
+        return Transport(
+            server, spec, HttpJsonPolicy(server.url, body=body), HttpSender(server.url, f"application/{body}")
+        )
 
-    def openpi():
+    def openpi() -> Transport:
         server = OpenPiServer(always({"actions": np.zeros((5, 4), dtype=np.float32)}))
-        recorders.append(server)
-        return OpenPiPolicy(server.uri), WebSocketSender(server.uri)
+        return Transport(server, f"openpi+{server.uri}", OpenPiPolicy(server.uri), WebSocketSender(server.uri))
 
-    def chat():
+    def chat() -> Transport:
         server = ChatServer(always(json.dumps(zero_chunk())))
-        recorders.append(server)
-        completions = f"{server.base_url}/chat/completions"
-        return ChatPolicy(server.base_url, model="m"), HttpSender(completions, "application/json")
+        completions = HttpSender(f"{server.base_url}/chat/completions", "application/json")
+        return Transport(
+            server, f"openai+{server.base_url}?model=m", ChatPolicy(server.base_url, model="m"), completions
+        )
 
     return {
         "http-json": lambda: http("json"),
@@ -105,7 +139,8 @@ def transports(recorders: list) -> dict[str, Callable[[], tuple[Policy, HttpSend
     }
 
 
-def measure(policy: Policy, send: HttpSender | WebSocketSender, message: MailboxMessage, calls: int, forget) -> dict:
+def alone(transport: Transport, message: MailboxMessage, calls: int) -> dict:
+    policy, send = transport.policy, transport.send
     start = EpisodeStart(
         token=message.token,
         instruction=message.instruction,
@@ -118,25 +153,92 @@ def measure(policy: Policy, send: HttpSender | WebSocketSender, message: Mailbox
     (sent,) = policy.take_sent()  # the exact body RSI sends; the direct way sends these bytes
     timings = {"direct": [], "rsi": []}
     for number in range(10 + calls):  # the first 10 warm both ways up
-        fresh = dataclasses.replace(message)  # as in a run: each call's frame is new, its encoding counted
+        fresh = dataclasses.replace(message)  # each call's frame is new: its PNG is encoded in the call
         t0 = time.perf_counter()
         send(sent.body)
         t1 = time.perf_counter()
         policy.act(fresh)
         t2 = time.perf_counter()
         policy.take_sent()
-        forget()  # the test servers record every request; a bench keeps none
+        transport.forget()
         if number >= 10:
             timings["direct"].append((t1 - t0) * 1000)
             timings["rsi"].append((t2 - t1) * 1000)
     policy.end_episode()
-    send.close()
     return {"body": len(sent.body), **{way: statistics.median(times) for way, times in timings.items()}}
+
+
+def in_episode(name: str, transport: Transport, calls: int) -> dict:
+    """A FetchPickAndPlace episode of CALLS policy calls through this transport, each call timed around
+    the policy's `act` (as the episode times its latency). The plain client sends a body of the episode
+    beside each call, while the episode waits: after the call its body, or, every other call, the previous
+    call's body just before it, so that both ways meet the evaluator's background work (the video encoder
+    and the evidence thread, busiest just as a call starts) as often."""
+    timings = {"direct": [], "rsi": []}
+    sizes = []
+    owner = type(transport.policy)
+    act, take_sent = owner.act, owner.take_sent
+    last: list[bytes] = []
+
+    def direct(body: bytes) -> None:
+        started = time.perf_counter()
+        transport.send(body)
+        timings["direct"].append((time.perf_counter() - started) * 1000)
+        sizes.append(len(body))
+        transport.forget()
+
+    def timed_act(policy, message):
+        if len(timings["rsi"]) % 2:
+            direct(last[-1])
+        started = time.perf_counter()
+        try:
+            return act(policy, message)
+        finally:
+            timings["rsi"].append((time.perf_counter() - started) * 1000)
+
+    def sent_again(policy):
+        sent = take_sent(policy)  # the episode takes them right after the call, for the evidence
+        last.append(sent[0].body)
+        if len(timings["rsi"]) % 2:
+            direct(last[-1])
+        else:
+            transport.forget()
+        return sent
+
+    owner.act, owner.take_sent = timed_act, sent_again
+    try:
+        campaign = do_launch_campaign(
+            name=f"bench {name}",
+            benchmark="fetch",
+            task_names=["pick_and_place"],
+            seeds=[3],
+            policy=policy_for(transport.spec),
+            config=configure("fetch", budget_mode="decisions", max_policy_calls=calls),
+        )
+        attempt = do_run_attempt(campaign.attempts.get())
+    finally:
+        owner.act, owner.take_sent = act, take_sent
+    assert attempt.status == "finished" and not attempt.error_type, (attempt.status, attempt.error_type)
+    assert len(timings["rsi"]) == len(timings["direct"]) == calls
+    kept = {way: times[5:] for way, times in timings.items()}  # the first calls warm the connection up
+    return {"body": statistics.median(sizes), **{way: statistics.median(times) for way, times in kept.items()}}
+
+
+def table(title: str, results: dict[str, dict]) -> None:
+    print(title)
+    print(f"  {'transport':<14}{'body':>10}{'direct':>11}{'RSI':>11}{'overhead':>11}{'ratio':>8}")
+    for name, result in results.items():
+        direct, rsi = result["direct"], result["rsi"]
+        print(
+            f"  {name:<14}{result['body'] / 1024:>7.0f} KiB{direct:>8.2f} ms{rsi:>8.2f} ms"
+            f"{rsi - direct:>8.2f} ms{rsi / direct:>8.2f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=300, help="calls per transport with a message alone")
+    parser.add_argument("--episode-calls", type=int, default=60, help="policy calls of each evaluated episode")
     parser.add_argument("--transports", default="http-json,http-msgpack,openpi,chat")
     args = parser.parse_args()
     # RSI drops an openpi connection without a close handshake at an episode's end (docs/policies.md): the
@@ -157,27 +259,20 @@ def main() -> None:
             "replan_interval": 5,
         },
     )
-    recorders: list = []
-
-    def forget():
-        for server in recorders:
-            server.received.clear()
-            server.requests.clear()
-            getattr(server, "bodies", []).clear()
-
-    makers = transports(recorders)
-    print(f"{args.calls} calls per way, a 480x640 Fetch render, loopback, medians")
-    print(f"{'transport':<14}{'body':>10}{'direct':>11}{'RSI':>11}{'overhead':>11}{'ratio':>8}")
-    for name in args.transports.split(","):
-        policy, send = makers[name]()
-        result = measure(policy, send, message, args.calls, forget)
-        direct, rsi = result["direct"], result["rsi"]
-        print(
-            f"{name:<14}{result['body'] / 1024:>7.0f} KiB{direct:>8.2f} ms{rsi:>8.2f} ms"
-            f"{rsi - direct:>8.2f} ms{rsi / direct:>8.2f}"
-        )
-    for server in recorders:
-        server.stop()
+    makers = transports()
+    names = args.transports.split(",")
+    by_message, by_episode = {}, {}
+    for name in names:
+        transport = makers[name]()
+        try:
+            by_message[name] = alone(transport, message, args.calls)
+            by_episode[name] = in_episode(name, transport, args.episode_calls)
+        finally:
+            transport.close()
+    print("480x640 Fetch renders, loopback, medians; overhead = RSI - direct")
+    table(f"a message alone, its PNG encoded in the call ({args.calls} calls per way):", by_message)
+    table(f"in an evaluated episode ({args.episode_calls} calls, the first 5 left out):", by_episode)
+    shutil.rmtree(WORK)
 
 
 if __name__ == "__main__":
