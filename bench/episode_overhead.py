@@ -45,6 +45,7 @@ from django.db import connection  # noqa: E402
 
 from evaluator import episode as episode_module  # noqa: E402
 from evaluator import evidence, native  # noqa: E402
+from evaluator import png as png_module  # noqa: E402
 from evaluator.benchmarks import worker_spec  # noqa: E402
 from evaluator.launching import do_launch_campaign  # noqa: E402
 from evaluator.models import Policy  # noqa: E402
@@ -261,7 +262,8 @@ def main() -> None:
     breakdown = Breakdown()
     breakdown.wrap(evidence.VideoWriter, "add", "video frame handed over (episode thread)")
     breakdown.wrap(evidence.VideoWriter, "_encode", "video encode (x264, on its own thread)")
-    breakdown.wrap(policy_base, "png_rgb", "message PNG (one of the two threads)")
+    breakdown.wrap(png_module, "png_rgb", "message PNG (encoded ahead, its own thread)")
+    breakdown.wrap(policy_base, "png_rgb", "message PNG (encoded where first asked for)")
     breakdown.wrap(evidence.EvidenceWriter, "message", "message evidence (episode thread)")
     breakdown.wrap(evidence.EvidenceWriter, "decision", "decision + steps lines (episode thread)")
     with connection.execute_wrapper(breakdown.database):
