@@ -2,23 +2,26 @@
 evidence, video, database) against the bare gymnasium loop with the same rendering (issue 17, goal 4:
 a ratio of 1.05 at most).
 
-    .venv/bin/python bench/episode_overhead.py [--rounds 3] [--calls 40]
+    .venv/bin/python bench/episode_overhead.py [--rounds 3] [--calls 20]
 
 FetchPickAndPlace-v4, seed 3, 480x640 frames with MUJOCO_GL=egl, an episode on the decision budget:
 CALLS policy calls of 5 steps each (the noop policy never ends an episode early). This machine's speed
-wanders by tens of percent within a minute, so the bare loop is interleaved step by step with what it is
-compared with: this process holds the bare env (gymnasium's own env.step + env.render, the worker's
-make kwargs; its one MuJoCo context), and steps it once after each step of
-  worker   RSI's Fetch worker driven directly (NativeWorker: the pipe protocol, nothing else);
+wanders by tens of percent within a minute, so the bare loop is interleaved chunk by chunk with what it
+is compared with: this process holds the bare env (gymnasium's own env.step + env.render, the worker's
+make kwargs; its one MuJoCo context), and runs a chunk's worth of bare steps beside each chunk of
+  worker   RSI's Fetch worker driven directly, a chunk of 5 at a time as the episode drives it
+           (NativeWorker: the pipe protocol, nothing else);
   rsi      the evaluated episode as a campaign cell runs it (do_run_attempt on a throwaway SQLite
            database and media folder: policy calls, evidence, video, database, live events).
-The bare step is taken right after each worker step, once the evaluator's own threads (the video
-encoder, the evidence thread) have done what they were given before it, and that wait counts as the
-evaluator's: their work on a frame overlaps the next worker step, as in a real run, but never the
-bare step it is compared with.
-The RSI episode's time is its runner's span (reset excluded) minus the bare steps taken inside it;
-the cell's set-up and finishing (worker start, the mp4, the manifest) are printed apart. A last,
-instrumented RSI episode says where the evaluator's own time goes.
+Within a chunk the worker runs a step while the evaluator records the one before, as in a real run. The
+bare steps are taken as a chunk is about to run (after a worker's chunk: the worker has nothing else to
+do), once the evaluator's own threads (the video encoder, the evidence thread, the call's PNG) have done
+what they were given, and that wait counts as the evaluator's: their work overlaps the decision's
+records, the policy call and the worker's steps, as in a real run, but never the bare steps. The RSI
+episode's time is its runner's span (reset excluded) minus the bare steps taken inside it; the cell's
+set-up and finishing (worker start, the mp4, the manifest) are printed apart. A last, instrumented RSI
+episode says where the evaluator's own time goes. An older checkout that sends a request a step is
+driven and timed the same way (for before/after runs).
 """
 
 import argparse
@@ -53,7 +56,8 @@ from evaluator.policies import base as policy_base  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
 from evaluator.running import do_run_attempt  # noqa: E402
 
-SEED, ENV_ID = 3, "FetchPickAndPlace-v4"
+SEED, ENV_ID, CHUNK = 3, "FetchPickAndPlace-v4", 5
+NOOP = (0.0, 0.0, 0.0, 0.0)
 
 
 class BareLoop:
@@ -65,23 +69,31 @@ class BareLoop:
         self.env.reset(seed=SEED)
         self.seconds = 0.0
 
-    def step(self) -> None:
+    def run(self, steps: int) -> None:
         started = time.perf_counter()
-        self.env.step(np.zeros(4))
-        self.env.render()
+        for _ in range(steps):
+            self.env.step(np.zeros(4))
+            self.env.render()
         self.seconds += time.perf_counter() - started
 
 
-def worker_only(steps: int, bare: BareLoop, clock: "EpisodeClock") -> tuple[float, float]:
-    """(seconds in the worker's steps, seconds in the bare steps between them): the clock's interleaved
-    step takes the bare step after each worker step."""
+def worker_only(steps: int, bare: BareLoop) -> tuple[float, float]:
+    """(seconds in the worker's chunks, seconds in the bare steps taken after each chunk)."""
     worker = native.NativeWorker(worker_spec("fetch"))
     try:
         worker.reset(SEED, env_id=ENV_ID, instruction="", max_episode_steps=steps)
-        bare.seconds = clock.worker_seconds = 0.0
-        for _ in range(steps):
-            worker.step((0.0, 0.0, 0.0, 0.0))
-        return clock.worker_seconds, bare.seconds
+        bare.seconds = seconds = 0.0
+        for _ in range(steps // CHUNK):
+            started = time.perf_counter()
+            if hasattr(worker, "steps"):
+                for _result in worker.steps([NOOP] * CHUNK, stop_on_termination=False):
+                    pass
+            else:  # an older checkout: a request a step
+                for _ in range(CHUNK):
+                    worker.step(NOOP)
+            seconds += time.perf_counter() - started
+            bare.run(CHUNK)
+        return seconds, bare.seconds
     finally:
         worker.close()
 
@@ -121,7 +133,9 @@ class Quiescence:
         evidence.VideoWriter.add, evidence.VideoWriter._encode = counted_add, counted_encode
         evidence.EvidenceWriter.__init__, evidence.EvidenceWriter.close = kept_init, forgotten_close
 
-    def wait(self) -> None:
+    def wait(self, png=None) -> None:
+        if png is not None:  # the next call's PNG, started as the chunk ended (an older checkout: None)
+            png.result()
         with self.done:
             self.done.wait_for(lambda: self.unencoded == 0)
         if self.evidence is not None:
@@ -129,13 +143,13 @@ class Quiescence:
 
 
 class EpisodeClock:
-    """The RSI episode's own span, reset excluded, with a bare step taken after each worker step once the
-    evaluator's threads are quiet."""
+    """The RSI episode's own span, reset excluded, with the bare steps taken before each chunk once the
+    evaluator's threads are quiet; and the time the episode waited for the worker's steps."""
 
     def __init__(self, bare: BareLoop):
         quiet = Quiescence()
         self.spans: list[tuple[float, float]] = []  # (evaluated seconds, bare seconds inside)
-        run, reset, step = episode_module._Episode.run, native.NativeWorker.reset, native.NativeWorker.step
+        run, reset, execute = episode_module._Episode.run, native.NativeWorker.reset, episode_module._Episode.execute
         self.reset_seconds = self.worker_seconds = 0.0
 
         def timed_run(episode):
@@ -154,20 +168,40 @@ class EpisodeClock:
             finally:
                 self.reset_seconds += time.perf_counter() - started
 
-        def interleaved_step(worker, action):
-            started = time.perf_counter()
-            try:
-                return step(worker, action)
-            finally:
-                self.worker_seconds += time.perf_counter() - started
-                # The frame this step returns is not handed over yet; what the threads still owe from the
-                # earlier ones (which had this worker step to overlap) is the evaluator's time.
-                quiet.wait()
-                bare.step()
+        def interleaved_execute(episode, actions, observation, decision):
+            # Before the chunk, not after it: the last chunk's last frame is encoded while the decision is
+            # recorded and the policy called, as in a real run; what the threads still owe is waited for.
+            quiet.wait(getattr(episode, "frame_png", None))
+            bare.run(len(actions))
+            return execute(episode, actions, observation, decision)
 
         episode_module._Episode.run = timed_run
+        episode_module._Episode.execute = interleaved_execute
         native.NativeWorker.reset = timed_reset
-        native.NativeWorker.step = interleaved_step
+        # What the episode waits for: each step reply of a chunk (an older checkout: each step request).
+        receive = getattr(native.NativeWorker, "_receive", None)
+        if receive is not None:
+
+            def timed_receive(worker, op, deadline):
+                started = time.perf_counter()
+                try:
+                    return receive(worker, op, deadline)
+                finally:
+                    if op == "step":
+                        self.worker_seconds += time.perf_counter() - started
+
+            native.NativeWorker._receive = timed_receive
+        else:
+            step = native.NativeWorker.step
+
+            def timed_step(worker, action):
+                started = time.perf_counter()
+                try:
+                    return step(worker, action)
+                finally:
+                    self.worker_seconds += time.perf_counter() - started
+
+            native.NativeWorker.step = timed_step
 
 
 def evaluated(config) -> tuple[float, int]:
@@ -242,7 +276,7 @@ def main() -> None:
         ratios["rsi"].append(span / inside)
         absolute["rsi"].append(span / steps)
         absolute["bare"].append(inside / steps)
-        seconds, inside = worker_only(steps, bare, clock)
+        seconds, inside = worker_only(steps, bare)
         ratios["worker"].append(seconds / inside)
         absolute["worker"].append(seconds / steps)
         absolute["bare"].append(inside / steps)
@@ -271,7 +305,7 @@ def main() -> None:
     breakdown.undo()
     span, inside = clock.spans[-1]
     print(f"\nwhere an instrumented episode's {span:.2f} s go (bare steps taken inside it excluded; threads overlap):")
-    print(f"  {'worker steps (pipe + simulator)':<40}{clock.worker_seconds:>8.3f} s")
+    print(f"  {'waiting for worker steps':<40}{clock.worker_seconds:>8.3f} s")
     print(f"  {'the rest, on the episode thread':<40}{span - clock.worker_seconds:>8.3f} s, of which")
     for label, seconds in sorted(breakdown.seconds.items(), key=lambda item: -item[1]):
         print(f"    {label:<38}{seconds:>8.3f} s  ({breakdown.counts[label]} calls)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -37,7 +38,7 @@ from evaluator.protocol.scoring import (
 
 class NativeEnv(Protocol):
     def reset(self, seed: int, **options) -> NativeObservation: ...
-    def step(self, action: tuple[float, ...]) -> NativeStep: ...
+    def steps(self, actions: list[tuple[float, ...]], stop_on_termination: bool) -> Iterator[NativeStep]: ...
 
 
 @dataclass(frozen=True)
@@ -318,9 +319,11 @@ class _Episode:
         self.feedback = public_message
 
     def execute(self, actions, observation, decision: DecisionRecord):
+        # The worker runs the chunk's next step while this one is recorded.
+        results = self.env.steps(actions, stop_on_termination=self.spec.native_termination_ends)
         for action in actions:
             try:
-                result = self.env.step(action)
+                result = next(results)
             except WorkerFailure as failure:
                 return observation, failure
             observation = result.observation

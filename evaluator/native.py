@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,18 +143,26 @@ class NativeWorker:
         return read_exact, read_into
 
     def request(self, op: str, header: dict | None = None, arrays: dict | None = None) -> tuple[dict, dict]:
+        self._send(op, header, arrays)
+        return self._receive(op, time.monotonic() + self.spec.timeouts[op])
+
+    def _send(self, op: str, header: dict | None, arrays: dict | None) -> None:
         if self._dead:
             raise WorkerFailure(ErrorType.WORKER_LOST, "the worker is gone", self.stderr_tail(), cause="died")
-        timeout = self.spec.timeouts[op]
         try:
             self.process.stdin.write(encode_frame({"op": op, **(header or {})}, arrays))
             self.process.stdin.flush()
-            reply, reply_arrays = read_frame(*self._readers(time.monotonic() + timeout))
-        except (BrokenPipeError, EOFError):
-            code = self.process.wait(timeout=5)
-            how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-            raise self._fail(op, f"the worker died during {op} ({how})", "died", ErrorType.WORKER_LOST) from None
+        except BrokenPipeError:
+            raise self._died(op) from None
+
+    def _receive(self, op: str, deadline: float) -> tuple[dict, dict]:
+        """One reply to an `op` request, read by the deadline; a failure reply raises, typed by the request."""
+        try:
+            reply, reply_arrays = read_frame(*self._readers(deadline))
+        except EOFError:
+            raise self._died(op) from None
         except TimeoutError:
+            timeout = self.spec.timeouts[op]
             raise self._fail(op, f"the worker did not answer {op} within {timeout:g} s", "timeout") from None
         except ProtocolViolation as exc:
             raise self._fail(op, f"the worker answered {op} with garbage: {exc}", "garbage") from None
@@ -166,6 +174,11 @@ class NativeWorker:
                 error_type = _FAILURE_TYPE.get(op, ErrorType.NATIVE_RUNTIME)
             raise self._fail(op, f"{op} failed: {error.get('message', 'no message')}", "reported", error_type)
         return reply, reply_arrays
+
+    def _died(self, op: str) -> WorkerFailure:
+        code = self.process.wait(timeout=5)
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return self._fail(op, f"the worker died during {op} ({how})", "died", ErrorType.WORKER_LOST)
 
     @staticmethod
     def _observation(header: dict, arrays: dict) -> NativeObservation:
@@ -183,7 +196,31 @@ class NativeWorker:
         return self._observation(header, arrays)
 
     def step(self, action: tuple[float, ...]) -> NativeStep:
-        header, arrays = self.request("step", arrays={"action": np.asarray(action, dtype=np.float64)})
+        return self._step_result(*self.request("step", arrays={"action": np.asarray(action, dtype=np.float64)}))
+
+    def steps(self, actions: list[tuple[float, ...]], stop_on_termination: bool) -> Iterator[NativeStep]:
+        """A chunk's steps in one request, each yielded as the worker reports it while the worker runs the
+        next; none after a terminating step when stop_on_termination (the worker stops there too).
+
+        Each step is due within the step timeout of the previous one's arrival (the first, of the request):
+        the worker cannot start a step before its previous reply is in the pipe. A chunk left before its
+        last reply kills the worker: the replies still owed would answer the next request.
+        """
+        if not actions:
+            return
+        self._send("steps", {"stop_on_termination": stop_on_termination}, {"actions": np.array(actions, np.float64)})
+        owed, arrived = len(actions), time.monotonic()
+        try:
+            while owed:
+                result = self._step_result(*self._receive("step", arrived + self.spec.timeouts["step"]))
+                arrived = time.monotonic()
+                owed = 0 if result.terminated and stop_on_termination else owed - 1
+                yield result
+        finally:
+            if owed:
+                self.kill()
+
+    def _step_result(self, header: dict, arrays: dict) -> NativeStep:
         return NativeStep(
             observation=self._observation(header, arrays),
             success=bool(header["success"]),

@@ -18,22 +18,26 @@ class ScriptedEnvDouble:
 
     def __init__(self, switch_at=101, success_from=None, terminate_at=None):
         self.switch_at, self.success_from, self.terminate_at = switch_at, success_from, terminate_at
-        self.steps = 0
+        self.executed = 0
         self.evaluate_calls = 0  # the loop must never ask for a score outside step()
 
     def _obs(self):
-        instruction = "place apple into top drawer" if self.steps >= self.switch_at else "open top drawer"
+        instruction = "place apple into top drawer" if self.executed >= self.switch_at else "open top drawer"
         return NativeObservation(rgb=np.zeros((4, 4, 3), np.uint8), instruction=instruction, arrays={})
 
     def reset(self, seed, **options):
-        self.steps = 0
+        self.executed = 0
         return self._obs()
 
-    def step(self, action):
-        self.steps += 1
-        success = self.success_from is not None and self.steps >= self.success_from
-        terminated = self.terminate_at is not None and self.steps >= self.terminate_at
-        return NativeStep(self._obs(), success, terminated, False, {}, self.steps)
+    def steps(self, actions, stop_on_termination):
+        # As the worker's chunk: one step per action, none after a terminating one when asked.
+        for _action in actions:
+            self.executed += 1
+            success = self.success_from is not None and self.executed >= self.success_from
+            terminated = self.terminate_at is not None and self.executed >= self.terminate_at
+            yield NativeStep(self._obs(), success, terminated, False, {}, self.executed)
+            if terminated and stop_on_termination:
+                return
 
 
 class Recorder:

@@ -5,8 +5,11 @@ bytes of each array the header lists (dtype and shape in the header). Images tra
 raw bytes, never as JSON lists. This module imports only the standard library and numpy,
 so that a worker can run in the benchmark's own interpreter.
 
-Requests: {"op": "describe" | "reset" | "step" | "close", ...}; replies: {"ok": true, ...}
-or {"ok": false, "error": {"type": one of ERROR_TYPES, "message": ...}}.
+Requests: {"op": "describe" | "reset" | "step" | "steps" | "close", ...}; replies: {"ok": true, ...}
+or {"ok": false, "error": {"type": one of ERROR_TYPES, "message": ...}}. Each request gets one reply,
+except "steps": a chunk of actions (one row each) gets one step reply per action, each sent as soon as its
+step is done, and none after a failed step, or after a terminating one when the request says
+"stop_on_termination".
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import os
 import struct
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -127,8 +130,23 @@ def _stream_reader(stream) -> Callable[[int], bytes]:
     return read_exact
 
 
-def serve(handlers: dict[str, Callable[[dict, dict], tuple[dict, dict]]], default_errors: dict[str, str]) -> None:
-    """Run a worker: answer each request with its handler until `close` or end of input.
+def _replies(handler: Callable, request: dict, arrays: dict, default_error: str) -> Iterator[list]:
+    """The frames that answer one request: one, or one per item when the handler streams (a chunk's
+    steps). A failure is answered in place of the item that failed and ends the answer."""
+    try:
+        answer = handler(request, arrays)
+        for header, out in answer if isinstance(answer, Iterator) else [answer]:
+            yield frame_parts({"ok": True, **header}, out)
+    except NativeError as exc:
+        yield frame_parts({"ok": False, "error": {"type": exc.error_type, "message": str(exc)}})
+    except Exception as exc:  # a native crash that Python survived: report it, typed by request
+        traceback.print_exc(file=sys.stderr)
+        yield frame_parts({"ok": False, "error": {"type": default_error, "message": f"{type(exc).__name__}: {exc}"}})
+
+
+def serve(handlers: dict[str, Callable], default_errors: dict[str, str]) -> None:
+    """Run a worker: answer each request with its handler until `close` or end of input. A handler
+    returns (header, arrays), or an iterator of them to send one reply each, as each is ready.
 
     Native libraries may print to stdout; the protocol keeps a private copy of the stdout
     descriptor and points descriptor 1 at stderr, so stray prints never corrupt a frame.
@@ -143,28 +161,51 @@ def serve(handlers: dict[str, Callable[[dict, dict], tuple[dict, dict]]], defaul
         except EOFError:
             return
         op = request.get("op")
-        try:
-            if op not in handlers:
-                raise NativeError("native_runtime", f"unknown request {op!r}")
-            header, out = handlers[op](request, arrays)
-            reply = frame_parts({"ok": True, **header}, out)
-        except NativeError as exc:
-            reply = frame_parts({"ok": False, "error": {"type": exc.error_type, "message": str(exc)}})
-        except Exception as exc:  # a native crash that Python survived: report it, typed by request
-            traceback.print_exc(file=sys.stderr)
-            error_type = default_errors.get(op, "native_runtime")
-            reply = frame_parts({"ok": False, "error": {"type": error_type, "message": f"{type(exc).__name__}: {exc}"}})
-        for part in reply:
-            channel.write(part)
-        channel.flush()
+        handler = handlers.get(op) or _unknown
+        for reply in _replies(handler, request, arrays, default_errors.get(op, "native_runtime")):
+            for part in reply:
+                channel.write(part)
+            channel.flush()
         if op == "close":
             return
 
 
+def _unknown(request: dict, arrays: dict) -> tuple[dict, dict]:
+    raise NativeError("native_runtime", f"unknown request {request.get('op')!r}")
+
+
+def chunk_steps(step: Callable[[dict, dict], tuple[dict, dict]]) -> Callable[[dict, dict], Iterator[tuple[dict, dict]]]:
+    """The "steps" handler made of a worker's step handler: each row of the request's `actions` stepped in
+    order, its reply sent while the next one runs (so the evaluator records a step while the simulator
+    computes the next), ending after a terminating step when the request says stop_on_termination."""
+
+    def steps(request: dict, arrays: dict) -> Iterator[tuple[dict, dict]]:
+        actions = arrays.get("actions")
+        if actions is None or actions.ndim != 2:
+            shape = getattr(actions, "shape", None)
+            raise NativeError("native_runtime", f"a chunk needs a 2-D actions array, got {shape}")
+        for action in actions:
+            # A row of its own, writable, as a "step" request's action is (read_frame's promise).
+            header, out = step({"op": "step"}, {"action": action.copy()})
+            yield header, out
+            if request.get("stop_on_termination") and header.get("terminated"):
+                return
+
+    return steps
+
+
 WORKER_OPS = ("describe", "reset", "step", "close")
-WORKER_DEFAULT_ERRORS = {"describe": "install", "reset": "reset", "step": "native_runtime", "close": "native_runtime"}
+WORKER_DEFAULT_ERRORS = {
+    "describe": "install",
+    "reset": "reset",
+    "step": "native_runtime",
+    "steps": "native_runtime",
+    "close": "native_runtime",
+}
 
 
 def serve_worker(worker) -> None:
-    """Serve a benchmark worker object that has describe, reset, step and close handlers."""
-    serve({op: getattr(worker, op) for op in WORKER_OPS}, WORKER_DEFAULT_ERRORS)
+    """Serve a benchmark worker object that has describe, reset, step and close handlers ("steps" is made
+    of its step handler)."""
+    handlers = {op: getattr(worker, op) for op in WORKER_OPS}
+    serve({**handlers, "steps": chunk_steps(worker.step)}, WORKER_DEFAULT_ERRORS)

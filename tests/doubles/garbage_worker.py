@@ -1,6 +1,6 @@
-"""A test double of a broken native worker: it answers describe and reset by the protocol,
-then answers its first step with bytes that are not a frame. Used only to check that the
-evaluator turns garbage into a typed error."""
+"""A test double of a broken native worker: it answers describe and reset by the protocol, then
+answers its first step (alone or in a chunk) with bytes that are not a frame. Used only to check
+that the evaluator turns garbage into a typed error."""
 
 import os
 import sys
@@ -23,7 +23,7 @@ def read_exact(n):
 
 while True:
     request, _ = read_frame(read_exact)
-    if request["op"] == "step":
+    if request["op"] in ("step", "steps"):
         print("about to answer garbage", file=sys.stderr, flush=True)
         out.write(b"this is not a frame at all")
         out.flush()
