@@ -8,14 +8,16 @@ its revision, the files of the inventory given as JSON on stdin) and prints them
 
 The pinned revision 5e3d6f84 could not be read (upstream_simple_facts.md §0): the names this worker
 uses are those of 6a5efa5 (gym ids, ActionCmd, StandStabilizationWrapper, task.robot.joint_names and
-.command, _success) and are checked before any policy call; a missing one is an install error, never
-a guess. SONIC runs the decoupled WBC through SIMPLE's own agent (SonicDecoupledWbcAgent), as its
-psi0_decoupled_wbc baseline does; its interpolation deadlines are wall-clock, as upstream's are.
+.command, _success after reset) and are checked before any policy call; a missing one is an install
+error, never a guess. SONIC runs the decoupled WBC through SIMPLE's own agent (SonicDecoupledWbcAgent),
+as its psi0_decoupled_wbc baseline does, on MuJoCo's simulated clock where upstream reads the wall clock
+(environment/README.md, "Wall time"), so that an episode does not depend on how fast the host is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -29,16 +31,27 @@ import numpy as np
 from simple_commands import ACTION_DIMS, HEIGHT, TARGET_YAW, VX, amo_command, qpos31, upper_body_targets
 from wire import NativeError, jsonable, serve_worker
 
+FOLLOWS = "this worker follows SIMPLE 6a5efa5"  # the newest readable revision (upstream_simple_facts.md §0)
 CAMERA = "head_stereo_left"
 RGB_SHAPE = (360, 640, 3)
-# released reset metadata: datasets/lerobot.py:21 replaces this scene uid, the "scene repair"
+# released reset metadata: datasets/lerobot.py:21 replaces this in the scene uid, the "scene repair"
 SCENE_REPAIR = ("102344280", "scene3")
-# gym.make as SIMPLE's eval CLI calls it for the MP (AMO) tasks (cli/eval.py:233-239), in MuJoCo only:
-# render_hz 50 = 0.1 / physics_dt (g1_wholebody_bend_pick_mp.py:258-260), success_criteria the CLI default.
-MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True, "success_criteria": 0.9}
+# gym.make as SIMPLE's eval CLI calls it for the MP (AMO) tasks (cli/eval.py:233-239), in MuJoCo only, with
+# render_hz the released dataset's fps (BendPickMP asserts it is 0.1 / physics_dt = 50, :258-260) and
+# success_criteria the CLI default.
+MAKE_KWARGS = {"sim_mode": "mujoco", "headless": True, "success_criteria": 0.9}
 AMO_STAND_CONTROLS = 60  # StandStabilizationWrapper(n_stand_steps=60), inside reset
-# The Teleop (SONIC) tasks as eval_decoupled_wbc builds them (:255-277): no success_criteria override.
-SONIC_MAKE_KWARGS = {"sim_mode": "mujoco", "render_hz": 50, "headless": True}
+# The wrapper's module came with SIMPLE 8e5fe20 (2026-06-13); an older checkout has none.
+STAND_WRAPPER = "simple.envs.wrappers.stand_stabilization"
+# The Teleop (SONIC) tasks as eval_decoupled_wbc builds them (:270-276): no success_criteria override.
+SONIC_MAKE_KWARGS = {"sim_mode": "mujoco", "headless": True}
+# Where SONIC's decoupled WBC reads the wall clock (upstream_simple_facts.md §2, "VLA waist targets"): the
+# agent's `time` (get_stabilize_action's t_now, reset's init_time; sonic_decoupled_wbc_agent.py:11,130,189)
+# and the whole-body policy's `time_module` (its goal time, g1_decoupled_whole_body_policy.py:1,66,111).
+WBC_CLOCKS = (
+    ("simple.agents.sonic_decoupled_wbc_agent", "time"),
+    ("decoupled_wbc.control.policy.g1_decoupled_whole_body_policy", "time_module"),
+)
 WAIST = slice(12, 15)  # waist yaw, roll, pitch in the robot's joint order
 # 20 ms of physics per public control: AMO's 10 mj_steps of 2 ms (g1_wholebody.step), SONIC's
 # control_decimal 4 of 5 ms (SonicLocoManipEnv.step): (substeps, timestep) per backend
@@ -99,31 +112,81 @@ def check_inventory(root: Path, pinned_revision: str, files: dict[str, str]) -> 
 
 
 def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict, dict]:
-    """The released reset of one task (simple-eval/<task>/level-<level>, episode `index`): its state dict
-    with SIMPLE's own scene repair applied, and the record of what was read."""
-    episodes = root / "data" / "simple-eval" / task / f"level-{level}" / "meta" / "episodes.jsonl"
+    """The released reset of one task (simple-eval/<task>/level-<level>, the episode whose `episode_index` is
+    `index`): its state dict with SIMPLE's own scene repair applied, the dataset's fps, and the record of
+    what was read."""
+    meta = root / "data" / "simple-eval" / task / f"level-{level}" / "meta"
+    episodes = meta / "episodes.jsonl"
     if not episodes.is_file():
         raise NativeError("install", f"no released reset metadata at {episodes}")
-    lines = episodes.read_text().splitlines()
-    if not 0 <= index < len(lines):
-        raise NativeError("reset", f"{episodes} has {len(lines)} episodes, not an index {index}")
-    line = lines[index]
-    entry = json.loads(line)
-    config = entry["environment_config"]
-    raw = config if isinstance(config, str) else json.dumps(config)
-    repaired = raw.replace(*SCENE_REPAIR)
+    line_number, line, entry = _released_episode(episodes, index)
+    # datasets/lerobot.py:20: `json.loads(dataset.meta.episodes[eps_idx]['environment_config'])`: a JSON string
+    config = entry.get("environment_config")
+    if not isinstance(config, str):
+        raise NativeError("install", f"{episodes}:{line_number}: environment_config is not a JSON string")
+    try:
+        state = json.loads(config)
+        scene = state["dr_state_dict"]["scene"]
+        scene_uid = scene["uid"]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise NativeError("install", f"{episodes}:{line_number}: no dr_state_dict.scene.uid ({exc!r})") from None
+    # datasets/lerobot.py:21 repairs the scene uid and nothing else: the scene's name, conf and data_dir keep the
+    # digits, which name its folder (scenes/hssd.py:78-80)
+    scene["uid"] = scene_uid.replace(*SCENE_REPAIR)
     record = {
         "file": str(episodes.relative_to(root)),
         "file_sha256": sha256_file(episodes),
         "episode_index": index,
+        "line_number": line_number,
         "line_sha256": hashlib.sha256(line.encode()).hexdigest(),
-        "state_dict_sha256": hashlib.sha256(repaired.encode()).hexdigest(),
-        "scene_repaired": repaired != raw,
-        "scene_repair": list(SCENE_REPAIR),  # SIMPLE's own (datasets/lerobot.py:21)
+        "state_dict_sha256": hashlib.sha256(canonical_json(state)).hexdigest(),
+        "state_dict_hash": "sha256 of the repaired state dict as JSON with sorted keys and no whitespace",
+        "scene_repaired": scene["uid"] != scene_uid,
+        "scene_repair": {"field": "dr_state_dict.scene.uid", "replace": list(SCENE_REPAIR)},  # datasets/lerobot.py:21
         # The metadata's task language has its outer whitespace trimmed; the observation keeps the native one.
         "metadata_tasks": entry.get("tasks"),
+        "fps": released_fps(meta),
     }
-    return json.loads(repaired), record
+    return state, record
+
+
+def _released_episode(episodes: Path, index: int) -> tuple[int, str, dict]:
+    """The one line of episodes.jsonl whose `episode_index` is `index`, found as LeRobot v2.1's
+    `meta.episodes` finds it (a dict keyed by each line's episode_index), never by line position: its
+    1-based line number, the line and its entry. A release that lists the index twice is refused."""
+    found = []
+    for number, line in enumerate(episodes.read_text().splitlines(), start=1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise NativeError("install", f"{episodes}:{number} is not JSON: {exc}") from None
+        if not isinstance(entry, dict) or type(entry.get("episode_index")) is not int:
+            raise NativeError("install", f"{episodes}:{number} has no integer episode_index")
+        if entry["episode_index"] == index:
+            found.append((number, line, entry))
+    if not found:
+        raise NativeError("reset", f"{episodes} has no episode with episode_index {index}")
+    if len(found) > 1:
+        lines = ", ".join(str(number) for number, _, _ in found)
+        raise NativeError("install", f"{episodes} lists episode_index {index} on lines {lines}: which one is released?")
+    return found[0]
+
+
+def released_fps(meta: Path) -> int:
+    """The released dataset's frame rate (LeRobot's meta/info.json): upstream's CLIs make the env with
+    render_hz = dataset.meta.fps (cli/eval.py:213, cli/eval_decoupled_wbc.py:250)."""
+    info = meta / "info.json"
+    try:
+        fps = json.loads(info.read_text())["fps"]
+    except (OSError, json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise NativeError("install", f"no frame rate in the released {info}: {exc!r}") from None
+    if type(fps) is not int or fps <= 0:
+        raise NativeError("install", f"{info} gives fps {fps!r}, not a positive integer")
+    return fps
+
+
+def canonical_json(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def seed_global_generators(seed: int) -> None:
@@ -176,6 +239,7 @@ class SimpleWorker:
             raise NativeError("install", "inventory mismatch: " + "; ".join(inventory["problems"]))
         state_dict, released = released_reset(root, request["task"], request["dr_level"], request["episode_index"])
         seed_global_generators(seed)
+        revision = inventory["revision"]
         try:
             import gymnasium as gym
             import simple.envs  # noqa: F401  (registers the simple/... env ids)
@@ -183,29 +247,33 @@ class SimpleWorker:
         except ImportError as exc:
             raise NativeError("install", f"cannot import SIMPLE from {root}: {exc}") from None
         self.action_cmd = ActionCmd
-        self.sonic_config = _sonic_config() if backend == "sonic" else None
-        make_kwargs = (
-            dict(MAKE_KWARGS) if backend == "amo" else {**SONIC_MAKE_KWARGS, "sonic_config": self.sonic_config}
-        )
+        if backend == "amo":
+            wrapper = _simple_module(STAND_WRAPPER, revision, "StandStabilizationWrapper came with SIMPLE 8e5fe20")
+            make_kwargs = {**MAKE_KWARGS, "render_hz": released["fps"]}
+        else:
+            self.sonic_config = _sonic_config()
+            make_kwargs = {**SONIC_MAKE_KWARGS, "render_hz": released["fps"], "sonic_config": self.sonic_config}
         raw = gym.make(request["env_id"], **make_kwargs)
         self.native = raw.unwrapped
         robot = getattr(getattr(self.native, "task", None), "robot", None)
         self.joint_names = list(getattr(robot, "joint_names", []))
-        if len(self.joint_names) != 43 or not hasattr(self.native, "_success"):
-            raise NativeError("install", f"SIMPLE at {inventory['revision']} lacks task.robot.joint_names (43) "
-                              "or _success: this worker follows 6a5efa5")  # fmt: skip
+        if len(self.joint_names) != 43:
+            raise NativeError("install", f"SIMPLE at {revision} lacks task.robot.joint_names (43): {FOLLOWS}")
         self.robot, self.backend, self.key = robot, backend, request["env_id"]
         counted = _count_controls(self.native)
         if backend == "amo":
-            from simple.envs.wrappers.stand_stabilization import StandStabilizationWrapper
-
-            self.env = StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
+            self.env = wrapper.StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
             obs, _ = self.env.reset(options={"state_dict": state_dict})
         else:
             self.env = raw
             obs, _ = self.env.reset(options={"state_dict": state_dict})
-            obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted)
+            obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted, revision)
+        # _success: a class annotation only, assigned in reset (loco_manipulation.py:27,81; sonic_loco_manip.py:22,152)
+        if not hasattr(self.native, "_success"):
+            raise NativeError("install", f"SIMPLE at {revision} has no _success after reset: {FOLLOWS}")
         initialization = {"backend": backend, "controls": counted.calls, "success_seen": counted.success_seen}
+        if backend == "sonic":  # the WBC's own joint order: the policy's targets reach it by name
+            initialization["wbc_upper_body_joints"] = self.sonic_upper_joints
         if counted.success_seen or bool(self.native._success):
             # the AMO wrapper clears _success after its stand steps: the counted steps saw it
             raise NativeError("reset", "native success is already true at reset: an error, never resampled")
@@ -214,7 +282,14 @@ class SimpleWorker:
         substeps, expected = PHYSICS[backend]
         if not math.isclose(timestep, expected, rel_tol=1e-9):
             raise NativeError("install", f"SIMPLE's {backend} physics timestep is {timestep} s, not {expected} s")
-        physics = {"timestep_s": timestep, "substeps_per_control": substeps, "initialization_s": self.physics_time}
+        physics = {
+            "timestep_s": timestep,
+            "substeps_per_control": substeps,
+            "initialization_s": self.physics_time,
+            # SONIC's WBC interpolates by the time it is given: MuJoCo's here, never the wall clock (README)
+            "wbc_clock": "mujoco" if backend == "sonic" else None,
+            "render_hz": released["fps"],
+        }
         reset_info = {
             "inventory": inventory,
             "released_reset": released,
@@ -265,20 +340,26 @@ class SimpleWorker:
             waist_qpos={self.joint_names[j]: v for j, v in targets.items() if WAIST.start <= j < WAIST.stop},
         )
 
-    def _stabilize_sonic(self, obs: dict, limit: int, counted) -> dict:
+    def _stabilize_sonic(self, obs: dict, limit: int, counted, revision: str) -> dict:
         """eval_decoupled_wbc's start (:336-390): the WBC agent reset, its RL lower body engaged, then at most
         `limit` controls ramping to the WBC default pose until the robot reports itself stable; an unstable
-        start is an error here (upstream goes on regardless). Not paced to wall-clock time."""
+        start is an error here (upstream goes on regardless). The WBC runs on MuJoCo's clock, so nothing
+        paces it to the wall clock (upstream sleeps to 20 ms a control, :357-369)."""
         import torch
-        from simple.agents.sonic_decoupled_wbc_agent import SonicDecoupledWbcAgent
 
-        self.agent = SonicDecoupledWbcAgent(self.robot, self.sonic_config)
+        _drive_by_simulated_time(self.native, revision)
+        agent_module = sys.modules[WBC_CLOCKS[0][0]]
+        self.agent = agent_module.SonicDecoupledWbcAgent(self.robot, self.sonic_config)
         self.agent.reset()
         self.agent._wbc_policy.lower_body_policy.use_policy_action = True
-        while not self.robot.stabilized and counted.calls < limit:
+        # Each read of `stabilized` counts towards its 100-check minimum (g1_sonic.py:164-177): read once per
+        # control, and once before the first, as upstream's loop condition reads it.
+        stable = self.robot.stabilized
+        while not stable and counted.calls < limit:
             obs, *_ = self.native.step(self.agent.get_stabilize_action(obs))
             self.native.update_reward()
-        if not self.robot.stabilized:
+            stable = self.robot.stabilized
+        if not stable:
             raise NativeError("reset", f"SONIC did not stabilize within {limit} controls: an unstable start")
         self.agent._wbc_policy.lower_body_policy.gait_indices = torch.zeros((1), dtype=torch.float32)
         model = self.agent._dwbc_robot_model
@@ -295,7 +376,7 @@ class SimpleWorker:
         targets = {self.joint_names[j]: v for j, v in upper_body_targets(action).items()}
         agent, model = self.agent, self.agent._dwbc_robot_model
         agent._wbc_policy.set_observation(agent._build_wbc_observation(self.robot.prepare_obs()))
-        now, period = time.monotonic(), 1 / agent._control_frequency  # upstream's wall-clock interpolation
+        now, period = self._physics_clock()[1], 1 / agent._control_frequency  # as the agent's clock reads it
         agent._wbc_policy.set_goal(
             {
                 "target_upper_body_pose": np.array([targets[name] for name in self.sonic_upper_joints], np.float32),
@@ -318,6 +399,39 @@ class SimpleWorker:
         if self.env is not None:
             self.env.close()
         return {"native_steps": self.controls}, {}
+
+
+class _SimulatedClock:
+    """The `time` module as SONIC's WBC sees it in this worker: monotonic() is MuJoCo's simulated time, which
+    a control advances by 20 ms however long it takes; everything else is the real module's."""
+
+    def __init__(self, native) -> None:
+        self.native = native
+
+    def monotonic(self) -> float:
+        return float(self.native.mujoco.mjData.time)
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+def _drive_by_simulated_time(native, revision: str) -> None:
+    """Hand SONIC's WBC the simulated clock wherever it reads the wall clock (WBC_CLOCKS), so that a slow host
+    runs the episode a host keeping real time runs. One episode per process: nothing to restore."""
+    clock = _SimulatedClock(native)
+    for module_name, attribute in WBC_CLOCKS:
+        module = _simple_module(module_name, revision, "SONIC's decoupled WBC")
+        if getattr(module, attribute, None) is not time:
+            raise NativeError("install", f"{module_name} reads no `{attribute}` module: {FOLLOWS}")
+        setattr(module, attribute, clock)
+
+
+def _simple_module(name: str, revision: str, what: str):
+    """A module of the checkout, or an install error naming the revision: never an ImportError traceback."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise NativeError("install", f"SIMPLE at {revision} has no {name} ({what}): {exc}") from None
 
 
 class _Counter:

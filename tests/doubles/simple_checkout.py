@@ -2,24 +2,39 @@
 (environment/workers/simple_worker.py) to run against on a machine without SIMPLE: SIMPLE needs cuRobo,
 CUDA-bound AMO weights and assets this machine cannot have (upstream_simple_facts.md §4-5).
 
-What it keeps of SIMPLE at 6a5efa5, as strictly as SIMPLE takes it: the `simple/<Task>-v0` gym ids and
-gym.make's keyword arguments; `ActionCmd(type, **parameters)`; `StandStabilizationWrapper` (60 "stand"
-loco commands inside reset, then `_success` cleared); the task's `robot.joint_names` (43, in
-WHOLE_BODY_JOINTS order) and `robot.command` (the last AMO command, torso pitch forced to -0.15 by a
-stand); `eval_move_actuators` with targets by joint name; reset from a released `state_dict` whose `uid`
-must be the task's and whose scene uid must have been repaired; observations `joint_qpos` (43, float32)
-and `head_stereo_left`/`_right` (360x640x3 uint8); a stateful success counter that, like the faucet
-predicate, gains two increments per control while its condition holds and falls to zero when it does not
-(AMO tasks: a forward velocity command above 0.5; SONIC tasks: the right thumb closed past 0.7, with the
-faucet's criterion 0.2); `terminated` = success; for SONIC, `sonic_config` at gym.make, the robot's
-`stabilized` after 100 checks, `update_reward`, `decoupled_wbc` commands (29 + 7 + 7), and
-`SonicDecoupledWbcAgent` with a pass-through WBC (gear_sonic's SimLoopConfig beside it); the env's
-`mujoco` simulator with its timestep and simulated time. What it is
-not: a humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the process at
-control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand;
-SIMPLE_DOUBLE_UNSTABLE=1 keeps a SONIC robot from ever reporting itself stable; SIMPLE_DOUBLE_SUBSTEPS=n
-makes each control advance the physics n timesteps instead of the backend's own (AMO 10 x 2 ms, SONIC
-4 x 5 ms).
+What it keeps of SIMPLE at 6a5efa5, with gear_sonic 5b71b42 and decoupled_wbc 33317fa, as strictly as they
+take it (facts §2-4, and §7-8 from running the real source):
+- the `simple/<Task>-v0` gym ids and gym.make's keyword arguments (BendPickMP asserts render_hz 50; a SONIC
+  env steps int((1 / 0.005) / render_hz) physics steps a control); `ActionCmd(type, **parameters)`;
+- `_success` a class annotation only, assigned by reset: reading it before the first reset raises
+  AttributeError; reset itself takes one physics step (robot.command is None then);
+- `StandStabilizationWrapper` (60 "stand" loco commands inside reset, then `_success` cleared) in its own
+  module, which a checkout older than 8e5fe20 lacks (delete the file to get one);
+- the task's `robot.joint_names` (43, WHOLE_BODY_JOINTS order) and `robot.command` (None until an AMO command,
+  then the last one, torso pitch forced to -0.15 by a stand); `eval_move_actuators` with targets by joint name;
+- released resets as LeRobot v2.1 keeps them: episodes.jsonl lines not in episode_index order, each with
+  `environment_config` a JSON string of a state dict whose `uid` must be the task's and whose
+  `dr_state_dict.scene` must name a known HSSD scene by uid (102344280 is scene3's name, so an unrepaired uid
+  is unknown) with its other fields, which hold those digits too, as released; meta/info.json with the fps;
+- observations `joint_qpos` (43, float32) and `head_stereo_left`/`_right` (360x640x3 uint8); a stateful
+  success counter that, like the faucet predicate, gains two increments per control while its condition holds
+  and falls to zero when it does not (AMO tasks: a forward velocity command above 0.5; SONIC tasks: the right
+  thumb commanded past 0.7, with the faucet's criterion 0.2); `terminated` = success;
+- for SONIC: `sonic_config` at gym.make (gear_sonic's SimLoopConfig, enable_waist True); the robot's
+  `stabilized`, which counts every read and checks the floating base's velocity from the 100th read on; a
+  base that comes to rest only after 271 controls (what the real decoupled WBC took, §8); `update_reward`;
+  `decoupled_wbc` commands (29 + 7 + 7); `SonicDecoupledWbcAgent`, reading `time.monotonic()` where upstream's
+  does, over a decoupled_wbc whose robot model orders its 43 joints as its URDF does (each arm followed by its
+  hand, thumb/middle/index), whose upper body is 31 joints from waist_yaw_joint, and whose upper-body
+  interpolation runs on the times it is given (InterpolationPolicy's waypoints; its 1000 rad/s cap never
+  binds), with its lower body passing the legs' zero and the waist's target through;
+- the env's `mujoco` simulator with its timestep and simulated time.
+What it is not: a humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the
+process at control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand;
+SIMPLE_DOUBLE_SETTLE_AT=k brings a SONIC base to rest after k controls instead of 271;
+SIMPLE_DOUBLE_SUBSTEPS=n makes each control advance the physics n timesteps instead of the backend's own
+(AMO 10 x 2 ms, SONIC 4 x 5 ms); SIMPLE_DOUBLE_STALL_AT=k,m,... makes controls k, m, ... take 0.3 s of wall
+time more, as a slow host would.
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ from pathlib import Path
 
 ENV_DOUBLE = '''"""Double of SIMPLE's envs (tests/doubles/simple_checkout.py)."""
 import os
+import time
 import types
 
 import gymnasium
@@ -47,31 +63,38 @@ WHOLE_BODY_JOINTS = (
 )
 TASKS = __TASKS__
 SIM_MODES = ("mujoco", "isaac", "mujoco_isaac")
+HSSD_SCENES = {"scene0": "double-scene0", "scene3": "102344280"}  # uid -> name (hssd-scenes/config.yaml)
+STABILIZE_VEL_THRESHOLD, MIN_STABILIZE_STEPS = 1e-4, 100  # g1_sonic.py:43-44
 
 
 class Robot:
     joint_names = WHOLE_BODY_JOINTS
 
-    def __init__(self):
-        self.command = [0.0] * 8
-        self.checks = 0
+    def reset(self):
+        self.command = None  # assigned by the first AMO command (g1_wholebody.py:152)
 
 
 class SonicRobot(Robot):
-    """G1Sonic's start: stable once the floating base is still after at least 100 checks."""
+    """G1Sonic's start: every read of `stabilized` counts; from the 100th on, it latches once the floating
+    base is still (g1_sonic.py:164-177)."""
 
-    def __init__(self):
-        super().__init__()
-        self.checks = 0
+    def reset(self):
+        super().reset()
+        self._stabilized, self._stabilize_step_count = False, 0
+        self.base_velocity = 1e-3
 
     @property
     def stabilized(self):
-        return self.checks >= 100 and os.environ.get("SIMPLE_DOUBLE_UNSTABLE") != "1"
+        self._stabilize_step_count += 1
+        if not self._stabilized and self._stabilize_step_count >= MIN_STABILIZE_STEPS:
+            self._stabilized = self.base_velocity < STABILIZE_VEL_THRESHOLD
+        return self._stabilized
 
     def prepare_obs(self):
         return {
             "body_q": np.zeros(29), "body_dq": np.zeros(29),
-            "floating_base_pose": np.array([0, 0, 0.74, 1, 0, 0, 0.0]), "floating_base_vel": np.zeros(6),
+            "floating_base_pose": np.array([0, 0, 0.74, 1, 0, 0, 0.0]),
+            "floating_base_vel": np.full(6, self.base_velocity),
         }
 
 
@@ -94,10 +117,23 @@ class Task:
         self.metadata = {"success_criteria": criteria}
 
 
+def load_scene(scene):
+    """The scene DR's load: by the uid's id (dr/scene.py:48, scenes/hssd.py:72-77); the scene's other released
+    fields name its folder, so they must come through as released."""
+    uid = scene["uid"].split(":")[1]
+    if uid not in HSSD_SCENES:
+        raise KeyError(f"no HSSD scene {uid!r}: the released uid needs its repair (datasets/lerobot.py:21)")
+    name = HSSD_SCENES[uid]
+    fields = (scene["name"], scene["conf"]["name"], scene["data_dir"])
+    if fields != (name, name, f"scenes/hssd/{name}"):
+        raise FileNotFoundError(f"scene {uid} is scenes/hssd/{name}; the state dict says {fields}")
+
+
 class LocoManipulationEnvDouble(gymnasium.Env):
     metadata = {"render_modes": []}
+    _success: bool  # assigned by reset, as SIMPLE's envs do
 
-    def __init__(self, uid, sim_mode="mujoco_isaac", render_hz=50, headless=False, **kwargs):
+    def __init__(self, uid, sim_mode="mujoco_isaac", render_hz=None, headless=False, **kwargs):
         if sim_mode not in SIM_MODES:
             raise ValueError(f"sim_mode must be one of {SIM_MODES}")
         instruction, backend = TASKS[uid]
@@ -105,17 +141,21 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             (config,) = kwargs.values()
             assert set(kwargs) == {"sonic_config"} and config["SIMULATE_DT"] == 0.005, kwargs
             criteria = 0.2
+            substeps = int((1 / 0.005) / render_hz)  # control_decimal (sonic_loco_manip.py:147)
         else:
             (criteria,) = kwargs.values()
             assert set(kwargs) == {"success_criteria"}, kwargs
+            assert render_hz == 0.1 / 0.002, render_hz  # g1_wholebody_bend_pick_mp.py:258-260
+            substeps = 10
         self.task = Task(uid, instruction, criteria, backend)
         # 20 ms per control: AMO's 10 mj_steps of 2 ms, SONIC's control_decimal 4 of 5 ms
         self.mujoco = MujocoSimulator(0.002 if backend == "amo" else 0.005)
-        self._substeps = int(os.environ.get("SIMPLE_DOUBLE_SUBSTEPS") or (10 if backend == "amo" else 4))
+        self._substeps = int(os.environ.get("SIMPLE_DOUBLE_SUBSTEPS") or substeps)
+        self._settle_at = int(os.environ.get("SIMPLE_DOUBLE_SETTLE_AT") or 271)
+        self._stalls = {int(k) for k in os.environ.get("SIMPLE_DOUBLE_STALL_AT", "").split(",") if k}
         print(f"building {uid} in {sim_mode}")  # native code prints on stdout: it must not break the protocol
         self.observation_space = gymnasium.spaces.Dict({})
         self.action_space = gymnasium.spaces.Dict({})
-        self._success = False
         self.step_count = 0
         self._counter = 0.0
         self._qpos = np.zeros(43, dtype=np.float32)
@@ -124,12 +164,12 @@ class LocoManipulationEnvDouble(gymnasium.Env):
     def reset(self, seed=None, options=None):
         state = (options or {})["state_dict"]
         assert state["uid"] == self.task.uid, (state["uid"], self.task.uid)  # Task.reset asserts the uid
-        if "102344280" in state["scene"]:
-            raise FileNotFoundError(f"no scene {state['scene']}: the released metadata needs its scene repair")
-        self._success, self._counter, self.step_count = False, 0.0, 0
+        load_scene(state["dr_state_dict"]["scene"])
+        self._success, self._counter, self.step_count, self._controls = False, 0.0, 0, 0
+        self.task.robot.reset()
         self.mujoco.mjData.time = 0.0
-        self.task.robot.checks = 0
-        self._qpos = np.asarray(state["joint_qpos"], dtype=np.float32).copy()
+        self.mujoco.advance(1)  # reset's own mujoco.step: one mj_step while robot.command is None
+        self._qpos = np.asarray(state["joint_qpos"], dtype=np.float32).copy()  # the double's own field
         return self._obs(), {}
 
     def _obs(self):
@@ -147,12 +187,17 @@ class LocoManipulationEnvDouble(gymnasium.Env):
     def _increment(self, holds):
         self._counter = self._counter + 0.03 if holds else 0.0  # compute_reward: consecutive steps only
 
+    def _track(self, joints, targets):
+        self._qpos[joints] += np.float32(0.5) * (np.asarray(targets, np.float32) - self._qpos[joints])
+
     def step(self, action):
         if not isinstance(action, ActionCmd):
             raise TypeError(f"SIMPLE steps with an ActionCmd, got {type(action).__name__}")
         self._controls += 1
         if int(os.environ.get("SIMPLE_DOUBLE_CRASH_AT", "0") or 0) == self._controls:
             os.abort()
+        if self._controls in self._stalls:
+            time.sleep(0.3)
         self.mujoco.advance(self._substeps)
         robot = self.task.robot
         if action.type == "loco_command":
@@ -169,15 +214,16 @@ class LocoManipulationEnvDouble(gymnasium.Env):
                 raise KeyError("waist_qpos must name the three waist joints")
             robot.command = list(command)
             for name, value in {**action["target_qpos"], **action["waist_qpos"]}.items():
-                index = WHOLE_BODY_JOINTS.index(name)
-                self._qpos[index] += np.float32(0.5 * (value - self._qpos[index]))
+                self._track([WHOLE_BODY_JOINTS.index(name)], [value])
             holds = command[0] > 0.5
         elif action.type == "decoupled_wbc":
             target_q, left, right = action["target_q"], action["left_hand_q"], action["right_hand_q"]
             if (np.shape(target_q), np.shape(left), np.shape(right)) != ((29,), (7,), (7,)):
                 raise ValueError("decoupled_wbc takes target_q (29), left_hand_q (7) and right_hand_q (7)")
-            self._qpos[:29] += np.float32(0.5) * (np.asarray(target_q, np.float32) - self._qpos[:29])
-            robot.checks += 1
+            self._track(slice(0, 29), target_q)  # "29 body joints in actuator order" (g1_sonic.py:411)
+            self._track(slice(29, 36), left)
+            self._track(slice(36, 43), right)
+            robot.base_velocity = 1e-3 if self._controls < self._settle_at else 0.0
             holds = right[0] > 0.7  # the faucet: turned by the right thumb, held
         else:
             raise ValueError(f"unknown ActionCmd type {action.type!r}")
@@ -221,85 +267,180 @@ class StandStabilizationWrapper(gym.Wrapper):
         stand = ActionCmd("loco_command", command=[0, 0, 0, 0, 0, 0, 0, 0], motion_type="stand", keep_waist_pose=False)
         for _ in range(self.n_stand_steps):
             observation, _reward, _term, _trunc, info = self.env.step(stand)
-        self.unwrapped.step_count = 0
-        self.unwrapped._success = False
+        if hasattr(self.unwrapped, "step_count"):
+            self.unwrapped.step_count = 0
+        if hasattr(self.unwrapped, "_success"):
+            self.unwrapped._success = False
         return observation, info
 '''
 
-AGENT = '''"""Double of simple.agents.sonic_decoupled_wbc_agent (tests/doubles/simple_checkout.py): the decoupled
-WBC as a pass-through of its goal (upper body by the WBC's own joint names, hands included)."""
+AGENT = '''"""Double of simple.agents.sonic_decoupled_wbc_agent (tests/doubles/simple_checkout.py): SIMPLE's agent over
+the decoupled WBC, reading the wall clock where upstream's does (:11,130,189)."""
+import time
+
 import numpy as np
 
+from decoupled_wbc.control.policy.g1_decoupled_whole_body_policy import G1DecoupledWholeBodyPolicy
+from decoupled_wbc.control.robot_model.instantiation.g1 import instantiate_g1_robot_model
 from simple.core.action import ActionCmd
-from simple.double_env import WHOLE_BODY_JOINTS
-
-UPPER = WHOLE_BODY_JOINTS[15:]  # arms and hands: the waist stays with the lower body (enable_waist False)
-
-
-class RobotModel:
-    joint_to_dof_index = {name: index for index, name in enumerate(WHOLE_BODY_JOINTS)}
-
-    def get_joint_group_indices(self, group):
-        assert group == "upper_body"
-        return [self.joint_to_dof_index[name] for name in UPPER]
-
-    def get_initial_upper_body_pose(self):
-        return np.zeros(len(UPPER), np.float32)
-
-    def get_body_actuated_joints(self, q):
-        return q[:29].copy()
-
-    def get_hand_actuated_joints(self, q, side):
-        return q[29:36].copy() if side == "left" else q[36:43].copy()
-
-
-class LowerBody:
-    use_policy_action = False
-    gait_indices = None
-
-
-class WbcPolicy:
-    def __init__(self):
-        self.lower_body_policy = LowerBody()
-        self.goal = self.observation = None
-
-    def reset(self, init_time):
-        self.goal = None
-
-    def set_observation(self, observation):
-        assert {"q", "dq", "floating_base_pose", "floating_base_vel"} <= set(observation)
-        self.observation = observation
-
-    def set_goal(self, goal):
-        pose = goal["target_upper_body_pose"]
-        assert pose.dtype == np.float32 and pose.shape == (len(UPPER),), (pose.dtype, pose.shape)
-        assert np.shape(goal["navigate_cmd"]) == (4,) and np.shape(goal["base_height_command"]) == (1,)
-        assert goal["target_time"] > goal["timestamp"] > goal["interpolation_garbage_collection_time"]
-        self.goal = goal
-
-    def get_action(self, time):
-        q = np.zeros(43)
-        q[15:] = self.goal["target_upper_body_pose"]
-        return {"q": q}
 
 
 class SonicDecoupledWbcAgent:
     def __init__(self, robot, sonic_config):
         self.robot, self.sim_dt = robot, sonic_config["SIMULATE_DT"]
-        self._dwbc_robot_model = RobotModel()
-        self._wbc_policy = WbcPolicy()
+        waist = "lower_and_upper_body" if sonic_config.get("enable_waist", False) else "lower_body"
+        self._dwbc_robot_model = instantiate_g1_robot_model(waist_location=waist)
+        self._wbc_policy = G1DecoupledWholeBodyPolicy(self._dwbc_robot_model)
         self._control_frequency = 50
+        self._cached_target_q = None
 
     def reset(self, **kwargs):
-        self._wbc_policy.reset(init_time=0.0)
+        self._cached_target_q = None
+        self._wbc_policy.reset(init_time=time.monotonic())
 
     def _build_wbc_observation(self, sim_obs):
         return {"q": np.zeros(43), "dq": np.zeros(43), "floating_base_pose": sim_obs["floating_base_pose"],
                 "floating_base_vel": sim_obs["floating_base_vel"]}
 
     def get_stabilize_action(self, observation):
-        q = np.zeros(43)
-        return ActionCmd("decoupled_wbc", target_q=q[:29], left_hand_q=q[29:36], right_hand_q=q[36:43])
+        t_now = time.monotonic()
+        self._wbc_policy.set_observation(self._build_wbc_observation(self.robot.prepare_obs()))
+        first = self._cached_target_q is None  # a 2 s ramp window on the first step
+        self._wbc_policy.set_goal({
+            "target_upper_body_pose": self._dwbc_robot_model.get_initial_upper_body_pose(),
+            "navigate_cmd": np.zeros(4), "base_height_command": np.array([0.74]),
+            "target_time": t_now + (2.0 if first else 1 / self._control_frequency),
+            "interpolation_garbage_collection_time": t_now - 2 / self._control_frequency,
+            "timestamp": t_now,
+        })
+        q = self._wbc_policy.get_action(time=t_now)["q"]
+        model = self._dwbc_robot_model
+        self._cached_target_q = model.get_body_actuated_joints(q)
+        return ActionCmd(
+            "decoupled_wbc", target_q=self._cached_target_q, left_hand_q=model.get_hand_actuated_joints(q, side="left"),
+            right_hand_q=model.get_hand_actuated_joints(q, side="right"),
+        )
+'''
+
+ROBOT_MODEL = '''"""Double of decoupled_wbc.control.robot_model.instantiation.g1 (tests/doubles/simple_checkout.py):
+the 43 joints in its URDF's order (g1_29dof_with_hand.urdf: each arm followed by its hand, thumb/middle/index), the
+actuated joints in its supplemental order (SIMPLE's), groups as sorted indices (robot_model.py)."""
+import numpy as np
+
+from simple.double_env import ARM, LEG, WHOLE_BODY_JOINTS
+
+WAIST = ["waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint"]
+URDF_HAND = ["thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1"]
+URDF_JOINTS = [f"left_{j}_joint" for j in LEG] + [f"right_{j}_joint" for j in LEG] + WAIST + [
+    f"{side}_{j}_joint" for side in ("left", "right") for j in ARM + [f"hand_{h}" for h in URDF_HAND]
+]
+
+
+class RobotModel:
+    def __init__(self, waist_location):
+        self.joint_to_dof_index = {name: index for index, name in enumerate(URDF_JOINTS)}
+        upper = WHOLE_BODY_JOINTS[15:] + (WAIST if waist_location != "lower_body" else [])
+        lower = WHOLE_BODY_JOINTS[:12] + WAIST
+        self._groups = {
+            "upper_body": sorted(self.joint_to_dof_index[name] for name in upper),
+            "lower_body": sorted(self.joint_to_dof_index[name] for name in lower),
+        }
+        self.num_dofs = len(URDF_JOINTS)
+
+    def get_joint_group_indices(self, group):
+        return self._groups[group]
+
+    def get_initial_upper_body_pose(self):
+        pose = np.zeros(self.num_dofs)
+        for name in ("left_elbow_joint", "right_elbow_joint"):  # forearms forward, the WBC's default
+            pose[self.joint_to_dof_index[name]] = 1.0
+        return pose[self._groups["upper_body"]]
+
+    def get_body_actuated_joints(self, q):
+        return q[[self.joint_to_dof_index[name] for name in WHOLE_BODY_JOINTS[:29]]].copy()
+
+    def get_hand_actuated_joints(self, q, side):
+        names = WHOLE_BODY_JOINTS[29:36] if side == "left" else WHOLE_BODY_JOINTS[36:43]
+        return q[[self.joint_to_dof_index[name] for name in names]].copy()
+
+
+def instantiate_g1_robot_model(waist_location="lower_body", high_elbow_pose=False):
+    return RobotModel(waist_location)
+'''
+
+WHOLE_BODY_POLICY = '''"""Double of decoupled_wbc.control.policy.g1_decoupled_whole_body_policy
+(tests/doubles/simple_checkout.py): the upper body through InterpolationPolicy's waypoints at the times it is
+given (interpolation_policy.py:90-136, 197-283, without the 1000 rad/s cap that never binds), the lower body (the
+RL policy) passing the legs' zero and the waist's target through, and the goal time and safety timeout on
+`time_module` (:27,66,111-128)."""
+import time as time_module
+
+import numpy as np
+
+
+class Waypoints:
+    def __init__(self, time, values):
+        self.times, self.values, self.last = [time], [np.asarray(values, float)], time
+
+    def __call__(self, t):
+        values = np.array(self.values)
+        return np.array([np.interp(t, self.times, values[:, j]) for j in range(values.shape[1])])
+
+    def schedule(self, values, time, garbage_collection_time):
+        if time <= garbage_collection_time:  # an insert earlier than now changes nothing
+            return
+        end = max(self.last, garbage_collection_time) if time > self.last else garbage_collection_time
+        end = min(end, time)
+        start = min(max(garbage_collection_time, self.times[0]), end)
+        kept = sorted({start, end, *(t for t in self.times if start < t < end)})
+        self.values = [self(t) for t in kept] + [np.asarray(values, float)]
+        self.times, self.last = kept + [time], time
+
+
+class LowerBody:  # what the worker sets of G1GearWbcPolicy
+    use_policy_action = False
+    gait_indices = None
+
+    def set_observation(self, observation):
+        assert {"q", "dq", "floating_base_pose", "floating_base_vel"} <= set(observation)
+
+
+class G1DecoupledWholeBodyPolicy:
+    def __init__(self, robot_model):
+        self.robot_model = robot_model
+        self.lower_body_policy = LowerBody()
+        self.last_goal_time = time_module.monotonic()
+
+    def reset(self, init_time=None):
+        init_time = time_module.monotonic() if init_time is None else init_time
+        upper = self.robot_model.get_initial_upper_body_pose()
+        self.upper_body = Waypoints(init_time, np.concatenate([[0.74], np.zeros(4), upper]))
+        self.last_goal_time = init_time
+
+    def set_observation(self, observation):
+        self.lower_body_policy.set_observation(observation)
+
+    def set_goal(self, goal):
+        self.last_goal_time = time_module.monotonic()
+        pose, navigate, height = goal["target_upper_body_pose"], goal["navigate_cmd"], goal["base_height_command"]
+        assert np.shape(pose) == (len(self.robot_model.get_joint_group_indices("upper_body")),), np.shape(pose)
+        assert np.shape(navigate) == (4,) and np.shape(height) == (1,)
+        assert goal["target_time"] > goal["timestamp"] > goal["interpolation_garbage_collection_time"]
+        values = np.concatenate([height, navigate, pose])
+        self.upper_body.schedule(values, goal["target_time"], goal["interpolation_garbage_collection_time"])
+
+    def get_action(self, time=None):
+        current = time if time is not None else time_module.monotonic()
+        if current - self.last_goal_time > 1.0:  # the safety timeout: hold still
+            print(f"SAFETY: Teleop mode timeout after {current - self.last_goal_time:.1f}s, injecting safe goal")
+            held = np.concatenate([[0.74], np.zeros(4), self.upper_body(current)[5:]])
+            self.upper_body.schedule(held, current + 0.1, current - 1.0)
+        q = np.zeros(self.robot_model.num_dofs)
+        upper = self.robot_model.get_joint_group_indices("upper_body")
+        q[upper] = self.upper_body(current)[5:]
+        waist = q[upper[:3]].copy() if len(upper) == 31 else np.zeros(3)  # the RL's torso target, passed through
+        q[self.robot_model.get_joint_group_indices("lower_body")] = np.concatenate([np.zeros(12), waist])
+        return {"q": q}
 '''
 
 SONIC_CONFIG = '''"""Double of gear_sonic.utils.mujoco_sim.configs (tests/doubles/simple_checkout.py)."""
@@ -307,7 +448,7 @@ SONIC_CONFIG = '''"""Double of gear_sonic.utils.mujoco_sim.configs (tests/double
 
 class SimLoopConfig:
     def load_wbc_yaml(self):
-        return {"SIMULATE_DT": 0.005}
+        return {"SIMULATE_DT": 0.005, "enable_waist": True}  # enable_waist's default (configs.py:143)
 '''
 
 REGISTER = '''"""Double of simple.envs (tests/doubles/simple_checkout.py): the gym ids."""
@@ -322,6 +463,40 @@ for uid in TASKS:
     )
 '''
 
+SOURCES = {
+    "simple/__init__.py": "",
+    "simple/core/__init__.py": "",
+    "simple/core/action.py": ACTION_CMD,
+    "simple/envs/__init__.py": REGISTER,
+    "simple/envs/wrappers/__init__.py": "",
+    "simple/envs/wrappers/stand_stabilization.py": WRAPPER,
+    "simple/robots/__init__.py": "",
+    "simple/robots/policy/__init__.py": "",
+    "simple/agents/__init__.py": "",
+    "simple/agents/sonic_decoupled_wbc_agent.py": AGENT,
+    # the submodules, installed into SIMPLE's venv
+    "gear_sonic/__init__.py": "",
+    "gear_sonic/utils/__init__.py": "",
+    "gear_sonic/utils/mujoco_sim/__init__.py": "",
+    "gear_sonic/utils/mujoco_sim/configs.py": SONIC_CONFIG,
+    "decoupled_wbc/__init__.py": "",
+    "decoupled_wbc/control/__init__.py": "",
+    "decoupled_wbc/control/policy/__init__.py": "",
+    "decoupled_wbc/control/policy/g1_decoupled_whole_body_policy.py": WHOLE_BODY_POLICY,
+    "decoupled_wbc/control/robot_model/__init__.py": "",
+    "decoupled_wbc/control/robot_model/instantiation/__init__.py": "",
+    "decoupled_wbc/control/robot_model/instantiation/g1.py": ROBOT_MODEL,
+}
+RELEASED_SCENES = {0: ("hssd:102344280", "102344280")}  # episode 0 is in scene3, whose folder is its name
+
+
+def released_state(uid: str, index: int) -> dict:
+    """The state dict of the double's released episode `index` of task `uid`; `joint_qpos` is the double's own
+    field (0.01 x (index + 1) at every joint), so that a test sees which episode was loaded."""
+    scene_uid, name = RELEASED_SCENES.get(index, ("hssd:scene0", "double-scene0"))
+    scene = {"uid": scene_uid, "name": name, "conf": {"name": name}, "data_dir": f"scenes/hssd/{name}"}
+    return {"uid": uid, "dr_state_dict": {"scene": scene}, "joint_qpos": [0.01 * (index + 1)] * 43}
+
 
 def build_checkout(
     root: Path, revision: str, tasks: dict[str, tuple[str, str]], files: dict[str, dict[str, str]], episodes: int = 10
@@ -334,22 +509,11 @@ def build_checkout(
 
     (root / ".git").mkdir(parents=True)
     (root / ".git" / "HEAD").write_text(revision + "\n")  # a detached checkout
-    package = root / "src" / "simple"
-    for sub in ("core", "envs/wrappers", "robots/policy"):
-        (package / sub).mkdir(parents=True, exist_ok=True)
-    for init in ("", "core", "envs/wrappers", "robots", "robots/policy", "agents"):
-        (package / init).mkdir(parents=True, exist_ok=True)
-        (package / init / "__init__.py").touch()
-    (package / "agents" / "sonic_decoupled_wbc_agent.py").write_text(AGENT)
-    configs = root / "src" / "gear_sonic" / "utils" / "mujoco_sim"  # a submodule installed into SIMPLE's venv
-    configs.mkdir(parents=True)
-    for level in (configs.parents[1], configs.parent, configs):
-        (level / "__init__.py").touch()
-    (configs / "configs.py").write_text(SONIC_CONFIG)
-    (package / "double_env.py").write_text(ENV_DOUBLE.replace("__TASKS__", repr(tasks)))
-    (package / "core" / "action.py").write_text(ACTION_CMD)
-    (package / "envs" / "__init__.py").write_text(REGISTER)
-    (package / "envs" / "wrappers" / "stand_stabilization.py").write_text(WRAPPER)
+    sources = {**SOURCES, "simple/double_env.py": ENV_DOUBLE.replace("__TASKS__", repr(tasks))}
+    for relative, text in sources.items():
+        path = root / "src" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     inventory = {backend: {} for backend in files}
     for backend, paths in files.items():
         for relative, digest in paths.items():
@@ -360,16 +524,18 @@ def build_checkout(
     for uid, (instruction, _) in tasks.items():
         meta = root / "data" / "simple-eval" / uid / "level-0" / "meta"
         meta.mkdir(parents=True)
-        lines = []
-        for index in range(episodes):
-            state = {
-                "uid": uid,
-                "scene": "hssd/102344280" if index == 0 else "hssd/scene0",
-                "joint_qpos": [0.01 * index] * 43,
-            }
-            # LeRobot's episode metadata keeps the task language with its outer whitespace trimmed
-            lines.append(
-                json.dumps({"episode_index": index, "tasks": [instruction.strip()], "environment_config": state})
+        (meta / "info.json").write_text(json.dumps({"codebase_version": "v2.1", "fps": 50}))
+        # LeRobot's episode metadata keeps the task language with its outer whitespace trimmed; its lines are
+        # not in episode_index order here, so that a reader must find an episode by its index, as LeRobot does
+        lines = [
+            json.dumps(
+                {
+                    "episode_index": index,
+                    "tasks": [instruction.strip()],
+                    "environment_config": json.dumps(released_state(uid, index)),
+                }
             )
+            for index in reversed(range(episodes))
+        ]
         (meta / "episodes.jsonl").write_text("\n".join(lines) + "\n")
     return inventory
