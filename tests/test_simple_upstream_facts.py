@@ -156,14 +156,16 @@ def test_the_wbcs_upper_body_is_31_joints_from_waist_yaw_and_takes_each_target_b
     simple_double, register_policy, run_cell
 ):
     # §7: "The WBC upper body is 31 joints beginning with `waist_yaw_joint` (gear_sonic `enable_waist` defaults
-    # to True)"; the WBC orders them as its URDF does, each arm followed by its hand
+    # to True)"; the WBC orders them as pinocchio does, each arm followed by its hand (index, middle, thumb:
+    # read from the real decoupled_wbc 33317fa, 2026-12-04)
     register_policy("upper-body-probe", UpperBodyProbe)
     attempt = run_cell(benchmark="simple_humanoid", task=FAUCET, policy="upper-body-probe", seed=20260907)
     assert (attempt.termination_reason, attempt.environment_steps) == ("policy_stop", 5)
     upper = attempt.provenance["reset_info"]["initialization"]["wbc_upper_body_joints"]
     assert len(upper) == 31 and upper[:3] == ["waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint"]
     assert upper[3] == "left_shoulder_pitch_joint"
-    assert upper[10:13] == ["left_hand_thumb_0_joint", "left_hand_thumb_1_joint", "left_hand_thumb_2_joint"]
+    assert upper[10:13] == ["left_hand_index_0_joint", "left_hand_index_1_joint", "left_hand_middle_0_joint"]
+    assert upper[-1] == "right_hand_thumb_2_joint"
     # the first control carries the last start-up goal (all 0 there), the four after it the policy's; the
     # double's joints go halfway to their target each control: 1 - 0.5**4 of the way. Slots 28-30: waist roll,
     # pitch, yaw; 21: right shoulder pitch; 0: left thumb_0 (action-slot order, as the policy sees them)

@@ -24,8 +24,9 @@ take it (facts §2-4, and §7-8 from running the real source):
   `stabilized`, which counts every read and checks the floating base's velocity from the 100th read on; a
   base that comes to rest only after 271 controls (what the real decoupled WBC took, §8); `update_reward`;
   `decoupled_wbc` commands (29 + 7 + 7); `SonicDecoupledWbcAgent`, reading `time.monotonic()` where upstream's
-  does, over a decoupled_wbc whose robot model orders its 43 joints as its URDF does (each arm followed by its
-  hand, thumb/middle/index), whose upper body is 31 joints from waist_yaw_joint, and whose upper-body
+  does, over a decoupled_wbc whose robot model orders its 43 joints as pinocchio does (each arm followed by
+  its hand, index/middle/thumb: read from the real model, 2026-12-04), whose upper body is 31 joints from
+  waist_yaw_joint with the default pose's shoulder rolls at +-0.2, and whose upper-body
   interpolation runs on the times it is given (InterpolationPolicy's waypoints; its 1000 rad/s cap never
   binds), with its lower body passing the legs' zero and the waist's target through;
 - the env's `mujoco` simulator with its timestep and simulated time.
@@ -323,37 +324,37 @@ class SonicDecoupledWbcAgent:
 '''
 
 ROBOT_MODEL = '''"""Double of decoupled_wbc.control.robot_model.instantiation.g1 (tests/doubles/simple_checkout.py):
-the 43 joints in its URDF's order (g1_29dof_with_hand.urdf: each arm followed by its hand, thumb/middle/index), the
-actuated joints in its supplemental order (SIMPLE's), groups as sorted indices (robot_model.py)."""
+the 43 joints in pinocchio's order (each arm followed by its hand: index, middle, thumb), the actuated joints in
+its supplemental order (SIMPLE's), groups as sorted indices (robot_model.py)."""
 import numpy as np
 
 from simple.double_env import ARM, LEG, WHOLE_BODY_JOINTS
 
 WAIST = ["waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint"]
-URDF_HAND = ["thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1"]
-URDF_JOINTS = [f"left_{j}_joint" for j in LEG] + [f"right_{j}_joint" for j in LEG] + WAIST + [
-    f"{side}_{j}_joint" for side in ("left", "right") for j in ARM + [f"hand_{h}" for h in URDF_HAND]
+MODEL_HAND = ["index_0", "index_1", "middle_0", "middle_1", "thumb_0", "thumb_1", "thumb_2"]
+MODEL_JOINTS = [f"left_{j}_joint" for j in LEG] + [f"right_{j}_joint" for j in LEG] + WAIST + [
+    f"{side}_{j}_joint" for side in ("left", "right") for j in ARM + [f"hand_{h}" for h in MODEL_HAND]
 ]
 
 
 class RobotModel:
     def __init__(self, waist_location):
-        self.joint_to_dof_index = {name: index for index, name in enumerate(URDF_JOINTS)}
+        self.joint_to_dof_index = {name: index for index, name in enumerate(MODEL_JOINTS)}
         upper = WHOLE_BODY_JOINTS[15:] + (WAIST if waist_location != "lower_body" else [])
         lower = WHOLE_BODY_JOINTS[:12] + WAIST
         self._groups = {
             "upper_body": sorted(self.joint_to_dof_index[name] for name in upper),
             "lower_body": sorted(self.joint_to_dof_index[name] for name in lower),
         }
-        self.num_dofs = len(URDF_JOINTS)
+        self.num_dofs = len(MODEL_JOINTS)
 
     def get_joint_group_indices(self, group):
         return self._groups[group]
 
     def get_initial_upper_body_pose(self):
         pose = np.zeros(self.num_dofs)
-        for name in ("left_elbow_joint", "right_elbow_joint"):  # forearms forward, the WBC's default
-            pose[self.joint_to_dof_index[name]] = 1.0
+        pose[self.joint_to_dof_index["left_shoulder_roll_joint"]] = 0.2  # the WBC's default upper-body pose
+        pose[self.joint_to_dof_index["right_shoulder_roll_joint"]] = -0.2
         return pose[self._groups["upper_body"]]
 
     def get_body_actuated_joints(self, q):
