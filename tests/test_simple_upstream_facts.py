@@ -108,6 +108,16 @@ def test_the_scene_repair_rewrites_the_scene_uid_alone_and_the_state_hash_is_of_
     assert released["scene_repaired"] is True
 
 
+def test_a_data_file_simple_lacks_is_an_install_error_naming_it(simple_double, forward, run_cell):
+    # §1: "The HSSD zip is fetched even in MuJoCo-only mode (dr/scene.py:47-50, scenes/hssd.py:75-85)": a host
+    # without it, or any other asset SIMPLE downloads, lacks part of its installation
+    (simple_double / "data/scenes/hssd/102344280").rmdir()
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "install", 0)
+    assert "SIMPLE is missing a data file: Download did not materialize" in attempt.error_detail
+    assert "for scenes/hssd/102344280" in attempt.error_detail
+
+
 def test_a_sonic_start_reads_stabilized_once_a_control_as_upstreams_loop_does(
     simple_double, forward, run_cell, monkeypatch
 ):

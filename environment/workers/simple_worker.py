@@ -16,6 +16,7 @@ as its psi0_decoupled_wbc baseline does, on MuJoCo's simulated clock where upstr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -253,7 +254,8 @@ class SimpleWorker:
         else:
             self.sonic_config = _sonic_config()
             make_kwargs = {**SONIC_MAKE_KWARGS, "render_hz": released["fps"], "sonic_config": self.sonic_config}
-        raw = gym.make(request["env_id"], **make_kwargs)
+        with _data_files():
+            raw = gym.make(request["env_id"], **make_kwargs)
         self.native = raw.unwrapped
         robot = getattr(getattr(self.native, "task", None), "robot", None)
         self.joint_names = list(getattr(robot, "joint_names", []))
@@ -263,10 +265,12 @@ class SimpleWorker:
         counted = _count_controls(self.native)
         if backend == "amo":
             self.env = wrapper.StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
-            obs, _ = self.env.reset(options={"state_dict": state_dict})
+            with _data_files():
+                obs, _ = self.env.reset(options={"state_dict": state_dict})
         else:
             self.env = raw
-            obs, _ = self.env.reset(options={"state_dict": state_dict})
+            with _data_files():
+                obs, _ = self.env.reset(options={"state_dict": state_dict})
             obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted, revision)
         # _success: a class annotation only, assigned in reset (loco_manipulation.py:27,81; sonic_loco_manip.py:22,152)
         if not hasattr(self.native, "_success"):
@@ -424,6 +428,16 @@ def _drive_by_simulated_time(native, revision: str) -> None:
         if getattr(module, attribute, None) is not time:
             raise NativeError("install", f"{module_name} reads no `{attribute}` module: {FOLLOWS}")
         setattr(module, attribute, clock)
+
+
+@contextlib.contextmanager
+def _data_files():
+    """A file SIMPLE cannot find while it builds or resets an env is an asset it lacks (it would download it
+    from Hugging Face, utils.py:109-145): an install error naming it, never a failed reset."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise NativeError("install", f"SIMPLE is missing a data file: {exc}") from None
 
 
 def _simple_module(name: str, revision: str, what: str):

@@ -15,7 +15,8 @@ take it (facts §2-4, and §7-8 from running the real source):
 - released resets as LeRobot v2.1 keeps them: episodes.jsonl lines not in episode_index order, each with
   `environment_config` a JSON string of a state dict whose `uid` must be the task's and whose
   `dr_state_dict.scene` must name a known HSSD scene by uid (102344280 is scene3's name, so an unrepaired uid
-  is unknown) with its other fields, which hold those digits too, as released; meta/info.json with the fps;
+  is unknown) with its other fields, which hold those digits too, as released, and whose folder under
+  data/scenes/hssd must exist, as SIMPLE fetches it even in MuJoCo-only mode; meta/info.json with the fps;
 - observations `joint_qpos` (43, float32) and `head_stereo_left`/`_right` (360x640x3 uint8); a stateful
   success counter that, like the faucet predicate, gains two increments per control while its condition holds
   and falls to zero when it does not (AMO tasks: a forward velocity command above 0.5; SONIC tasks: the right
@@ -48,10 +49,14 @@ import os
 import time
 import types
 
+from pathlib import Path
+
 import gymnasium
 import numpy as np
 
 from simple.core.action import ActionCmd
+
+DATA = Path(__file__).resolve().parents[2] / "data"  # SIMPLE's data dir: the checkout's data/ (utils.py:39-40)
 
 LEG = ["hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll"]
 ARM = ["shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_roll", "wrist_pitch", "wrist_yaw"]
@@ -125,6 +130,8 @@ def load_scene(scene):
     if uid not in HSSD_SCENES:
         raise KeyError(f"no HSSD scene {uid!r}: the released uid needs its repair (datasets/lerobot.py:21)")
     name = HSSD_SCENES[uid]
+    if not (DATA / "scenes/hssd" / name).is_dir():  # fetched even in MuJoCo-only mode (scenes/hssd.py:81)
+        raise FileNotFoundError(f"Download did not materialize {DATA}/scenes_hssd_{name}.zip for scenes/hssd/{name}")
     fields = (scene["name"], scene["conf"]["name"], scene["data_dir"])
     if fields != (name, name, f"scenes/hssd/{name}"):
         raise FileNotFoundError(f"scene {uid} is scenes/hssd/{name}; the state dict says {fields}")
@@ -522,6 +529,8 @@ def build_checkout(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(f"double of {path.name}".encode())
             inventory[backend][relative] = hashlib.sha256(path.read_bytes()).hexdigest() if digest else ""
+    for _, name in (*RELEASED_SCENES.values(), (None, "double-scene0")):
+        (root / "data" / "scenes" / "hssd" / name).mkdir(parents=True, exist_ok=True)
     for uid, (instruction, _) in tasks.items():
         meta = root / "data" / "simple-eval" / uid / "level-0" / "meta"
         meta.mkdir(parents=True)
