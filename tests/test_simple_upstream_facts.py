@@ -118,6 +118,29 @@ def test_a_data_file_simple_lacks_is_an_install_error_naming_it(simple_double, f
     assert "for scenes/hssd/102344280" in attempt.error_detail
 
 
+def test_simple_exiting_as_it_builds_the_env_is_an_install_error_never_a_lost_worker(
+    simple_double, forward, run_cell, monkeypatch
+):
+    # AMO_Policy.py:207-212 (run 2026-12-04): weights torch cannot load (Git LFS pointers) make SIMPLE print
+    # a hint and exit(0) inside gym.make. Here the inventory is told the pointer's hash, so that gym.make is reached.
+    weights = "src/simple/robots/policy/amo_jit.pt"
+    pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:6d867ed2\nsize 17819339\n"
+    (simple_double / weights).write_bytes(pointer)
+    entry = BACKENDS["simple_humanoid"]
+    options = entry.options
+
+    def accepting_the_pointer(*args):
+        given = options(*args)
+        amo = {**given["expected_files"]["amo"], weights: hashlib.sha256(pointer).hexdigest()}
+        return {**given, "expected_files": {**given["expected_files"], "amo": amo}}
+
+    monkeypatch.setitem(BACKENDS, "simple_humanoid", dataclasses.replace(entry, options=accepting_the_pointer))
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "install", 0)
+    assert "SIMPLE exited (status 0) while building the env" in attempt.error_detail
+    assert "Error loading JIT models, likely need to run `git lfs pull`." in attempt.error_detail  # its log's tail
+
+
 def test_a_sonic_start_reads_stabilized_once_a_control_as_upstreams_loop_does(
     simple_double, forward, run_cell, monkeypatch
 ):

@@ -254,7 +254,7 @@ class SimpleWorker:
         else:
             self.sonic_config = _sonic_config()
             make_kwargs = {**SONIC_MAKE_KWARGS, "render_hz": released["fps"], "sonic_config": self.sonic_config}
-        with _data_files():
+        with _installation_faults():
             raw = gym.make(request["env_id"], **make_kwargs)
         self.native = raw.unwrapped
         robot = getattr(getattr(self.native, "task", None), "robot", None)
@@ -265,11 +265,11 @@ class SimpleWorker:
         counted = _count_controls(self.native)
         if backend == "amo":
             self.env = wrapper.StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
-            with _data_files():
+            with _installation_faults():
                 obs, _ = self.env.reset(options={"state_dict": state_dict})
         else:
             self.env = raw
-            with _data_files():
+            with _installation_faults():
                 obs, _ = self.env.reset(options={"state_dict": state_dict})
             obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted, revision)
         # _success: a class annotation only, assigned in reset (loco_manipulation.py:27,81; sonic_loco_manip.py:22,152)
@@ -431,13 +431,17 @@ def _drive_by_simulated_time(native, revision: str) -> None:
 
 
 @contextlib.contextmanager
-def _data_files():
-    """A file SIMPLE cannot find while it builds or resets an env is an asset it lacks (it would download it
-    from Hugging Face, utils.py:109-145): an install error naming it, never a failed reset."""
+def _installation_faults():
+    """What SIMPLE does, while it builds or resets an env, when part of its installation is missing: a file it
+    cannot find is an asset it lacks (it would download it from Hugging Face, utils.py:109-145); an exit is
+    AMO's loader, which exits when torch cannot load its weights (AMO_Policy.py:207-212; Git LFS pointers, or
+    no CUDA device). Both are install errors, never a failed reset or a lost worker."""
     try:
         yield
     except FileNotFoundError as exc:
         raise NativeError("install", f"SIMPLE is missing a data file: {exc}") from None
+    except SystemExit as exc:
+        raise NativeError("install", f"SIMPLE exited (status {exc.code}) while building the env: see its log") from None
 
 
 def _simple_module(name: str, revision: str, what: str):

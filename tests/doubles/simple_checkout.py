@@ -6,6 +6,8 @@ What it keeps of SIMPLE at 6a5efa5, with gear_sonic 5b71b42 and decoupled_wbc 33
 take it (facts §2-4, and §7-8 from running the real source):
 - the `simple/<Task>-v0` gym ids and gym.make's keyword arguments (BendPickMP asserts render_hz 50; a SONIC
   env steps int((1 / 0.005) / render_hz) physics steps a control); `ActionCmd(type, **parameters)`;
+- AMO's loader inside gym.make, which prints a hint and exits when its TorchScript weights are not zip files
+  (Git LFS pointers; AMO_Policy.py:207-212);
 - `_success` a class annotation only, assigned by reset: reading it before the first reset raises
   AttributeError; reset itself takes one physics step (robot.command is None then);
 - `StandStabilizationWrapper` (60 "stand" loco commands inside reset, then `_success` cleared) in its own
@@ -71,6 +73,7 @@ TASKS = __TASKS__
 SIM_MODES = ("mujoco", "isaac", "mujoco_isaac")
 HSSD_SCENES = {"scene0": "double-scene0", "scene3": "102344280"}  # uid -> name (hssd-scenes/config.yaml)
 STABILIZE_VEL_THRESHOLD, MIN_STABILIZE_STEPS = 1e-4, 100  # g1_sonic.py:43-44
+AMO_WEIGHTS = "src/simple/robots/policy/amo_jit.pt"
 
 
 class Robot:
@@ -155,6 +158,9 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             assert set(kwargs) == {"success_criteria"}, kwargs
             assert render_hz == 0.1 / 0.002, render_hz  # g1_wholebody_bend_pick_mp.py:258-260
             substeps = 10
+            if (DATA.parent / AMO_WEIGHTS).read_bytes()[:4] != b"PK\x03\x04":  # not a TorchScript (zip) file
+                print("Error loading JIT models, likely need to run `git lfs pull`.")
+                exit(0)  # AMO_Policy.py:207-212, inside gym.make
         self.task = Task(uid, instruction, criteria, backend)
         # 20 ms per control: AMO's 10 mj_steps of 2 ms, SONIC's control_decimal 4 of 5 ms
         self.mujoco = MujocoSimulator(0.002 if backend == "amo" else 0.005)
@@ -527,7 +533,7 @@ def build_checkout(
         for relative, digest in paths.items():
             path = root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(f"double of {path.name}".encode())
+            path.write_bytes(b"PK\x03\x04" + f"double of {path.name}".encode())  # zip magic, as TorchScript
             inventory[backend][relative] = hashlib.sha256(path.read_bytes()).hexdigest() if digest else ""
     for _, name in (*RELEASED_SCENES.values(), (None, "double-scene0")):
         (root / "data" / "scenes" / "hssd" / name).mkdir(parents=True, exist_ok=True)
