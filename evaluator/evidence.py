@@ -280,8 +280,9 @@ class EvidenceWriter:
         (self.root / "frames.json").write_text(json.dumps({"fps": float(self.video.fps), "gop": GOP, "frames": frames}))
         (self.root / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
         (self.root / "summary.json").write_text(json.dumps(summary, indent=1))
-        artifacts = [self._describe(path) for path in sorted(self.root.rglob("*")) if path.is_file()]
-        manifest = self.root / "manifest.json"
+        manifest = self.root / "manifest.json"  # a dead process may have written one already: listed once
+        files = [path for path in sorted(self.root.rglob("*")) if path.is_file() and path != manifest]
+        artifacts = [self._describe(path) for path in files]
         manifest.write_text(json.dumps([dataclasses.asdict(a) for a in artifacts], indent=1))
         return artifacts + [self._describe(manifest)]
 

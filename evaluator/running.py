@@ -378,13 +378,17 @@ def _store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWri
         "accounting": result.accounting,
     }
     attempt.provenance = provenance
-    for artifact in evidence.close(provenance, {"attempt": attempt.pk, **fields}):
-        Artifact.objects.create(attempt=attempt, **asdict(artifact))
+    artifacts = evidence.close(provenance, {"attempt": attempt.pk, **fields})
     for key, value in fields.items():
         setattr(attempt, key, value)
     attempt.status = Attempt.Status.FINISHED
     attempt.finished_at = timezone.now()
-    # Only the fields the run owns: autonomy may have been withdrawn by an intervener meanwhile.
-    attempt.save(update_fields=[*fields, "provenance", "status", "finished_at"])
+    # The artifact rows and the finished status commit together: a process killed between them leaves its
+    # attempt running with none of the rows, which the reaper then stores once (never twice).
+    with transaction.atomic():
+        for artifact in artifacts:
+            Artifact.objects.create(attempt=attempt, **asdict(artifact))
+        # Only the fields the run owns: autonomy may have been withdrawn by an intervener meanwhile.
+        attempt.save(update_fields=[*fields, "provenance", "status", "finished_at"])
     attempt.refresh_from_db(fields=["autonomous"])
     return attempt

@@ -173,3 +173,33 @@ def test_recover_closes_an_attempt_whose_process_died_before_its_first_frame(mak
     out = io.StringIO()
     call_command("recover", "--json", stdout=out)  # a second pass finds nothing left to do
     assert json.loads(out.getvalue()) == {"closed": [], "requeued": []}
+
+
+class Killed(BaseException):
+    """The process stopping between two of its writes, as SIGKILL stops it: no handler runs."""
+
+
+def test_a_process_killed_while_storing_its_result_stores_none_of_it_and_the_reaper_stores_it_once(
+    run_cell, monkeypatch
+):
+    from evaluator.models import Artifact, Attempt
+    from evaluator.recovery import do_close_lost_attempt
+
+    create, stored = Artifact.objects.create, []
+
+    def create_then_die(**fields):
+        if stored:
+            raise Killed
+        stored.append(create(**fields))
+
+    monkeypatch.setattr(Artifact.objects, "create", create_then_die)
+    with pytest.raises(Killed):
+        run_cell(task="reach", policy="noop")
+    monkeypatch.undo()
+    attempt = Attempt.objects.get()
+    assert (attempt.status, attempt.artifacts.count(), len(stored)) == ("running", 0, 1)
+    assert do_close_lost_attempt(attempt.pk, attempt.runner, "was killed while it stored its result")
+    attempt.refresh_from_db()
+    assert (attempt.status, attempt.error_type) == ("finished", "worker_lost")
+    paths = list(attempt.artifacts.values_list("path", flat=True))
+    assert len(paths) == len(set(paths)) and any(path.endswith("/manifest.json") for path in paths)
