@@ -101,8 +101,8 @@ def write_placeholders(checkout: Path, tasks: list[str]) -> None:
         except SystemExit as exc:  # AMO's loader exits when torch cannot load its weights (AMO_Policy.py:207-212)
             print(f"install: SIMPLE exited (status {exc.code}) making {task}: no released reset written for it")
             continue
-        info = {"codebase_version": "v2.1", "fps": 50, "rsi_placeholder": True}
-        new(f"{meta}/info.json").write_text(json.dumps(info))
+        if path := new(f"{meta}/info.json"):  # a release's own info.json is kept
+            path.write_text(json.dumps({"codebase_version": "v2.1", "fps": 50, "rsi_placeholder": True}))
         line = {"episode_index": 0, "tasks": [state["instruction"].strip()], "environment_config": state["json"]}
         new(f"{meta}/episodes.jsonl").write_text(json.dumps(line) + "\n")
 

@@ -120,7 +120,8 @@ def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict,
     episodes = meta / "episodes.jsonl"
     if not episodes.is_file():
         raise NativeError("install", f"no released reset metadata at {episodes}")
-    line_number, line, entry = _released_episode(episodes, index)
+    raw = episodes.read_bytes()  # read once: its lines and its hash
+    line_number, line, entry = _released_episode(episodes, raw.decode(), index)
     # datasets/lerobot.py:20: `json.loads(dataset.meta.episodes[eps_idx]['environment_config'])`: a JSON string
     config = entry.get("environment_config")
     if not isinstance(config, str):
@@ -136,7 +137,7 @@ def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict,
     scene["uid"] = scene_uid.replace(*SCENE_REPAIR)
     record = {
         "file": str(episodes.relative_to(root)),
-        "file_sha256": sha256_file(episodes),
+        "file_sha256": hashlib.sha256(raw).hexdigest(),
         "episode_index": index,
         "line_number": line_number,
         "line_sha256": hashlib.sha256(line.encode()).hexdigest(),
@@ -151,12 +152,12 @@ def released_reset(root: Path, task: str, level: int, index: int) -> tuple[dict,
     return state, record
 
 
-def _released_episode(episodes: Path, index: int) -> tuple[int, str, dict]:
+def _released_episode(episodes: Path, text: str, index: int) -> tuple[int, str, dict]:
     """The one line of episodes.jsonl whose `episode_index` is `index`, found as LeRobot v2.1's
     `meta.episodes` finds it (a dict keyed by each line's episode_index), never by line position: its
     1-based line number, the line and its entry. A release that lists the index twice is refused."""
     found = []
-    for number, line in enumerate(episodes.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -352,7 +353,7 @@ class SimpleWorker:
         import torch
 
         _drive_by_simulated_time(self.native, revision)
-        agent_module = sys.modules[WBC_CLOCKS[0][0]]
+        agent_module = _simple_module(WBC_CLOCKS[0][0], revision, "SONIC's agent")
         self.agent = agent_module.SonicDecoupledWbcAgent(self.robot, self.sonic_config)
         self.agent.reset()
         self.agent._wbc_policy.lower_body_policy.use_policy_action = True
