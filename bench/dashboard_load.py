@@ -31,11 +31,11 @@ from django.urls import reverse  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from bench.timing import percentile, report, timed  # noqa: E402
-from evaluator.launching import do_launch_campaign  # noqa: E402
-from evaluator.media import exact_frame  # noqa: E402
-from evaluator.models import Artifact, Attempt, Policy  # noqa: E402
+from evaluator.execution.launching import do_launch_campaign  # noqa: E402
+from evaluator.exports.media import exact_frame  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.running import do_run_attempt  # noqa: E402
+from evaluator.records.models import Artifact, Attempt, Policy  # noqa: E402
+from evaluator.running.recorder import do_run_attempt  # noqa: E402
 from rsi_site.serving import settle  # noqa: E402
 
 OUTCOMES = ["success", "task_failure", "task_failure", "policy_error", "infrastructure_error"]

@@ -46,15 +46,16 @@ import gymnasium_robotics  # noqa: E402
 import numpy as np  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from evaluator import episode as episode_module  # noqa: E402
-from evaluator import evidence, native  # noqa: E402
-from evaluator import png as png_module  # noqa: E402
-from evaluator.benchmarks import worker_spec  # noqa: E402
-from evaluator.launching import do_launch_campaign  # noqa: E402
-from evaluator.models import Policy  # noqa: E402
+from evaluator.execution.launching import do_launch_campaign  # noqa: E402
+from evaluator.native import client as native  # noqa: E402
+from evaluator.native import png as png_module  # noqa: E402
+from evaluator.native.backends import worker_spec  # noqa: E402
 from evaluator.policies import base as policy_base  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.running import do_run_attempt  # noqa: E402
+from evaluator.records.models import Policy  # noqa: E402
+from evaluator.running import episode as episode_module  # noqa: E402
+from evaluator.running import evidence  # noqa: E402
+from evaluator.running.recorder import do_run_attempt  # noqa: E402
 
 SEED, ENV_ID, CHUNK = 3, "FetchPickAndPlace-v4", 5
 NOOP = (0.0, 0.0, 0.0, 0.0)

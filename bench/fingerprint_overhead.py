@@ -8,7 +8,7 @@ rounds of three, interleaved so that the machine's noise falls on all of them al
   inline   the step, then what steps.jsonl keeps of the observation (both fingerprints, the numeric
            arrays) computed on the spot;
   evidence the step, then the fingerprints as the evidence writer takes them: handed to its hashing
-           thread, which works while the worker computes the next step (evaluator/evidence.py).
+           thread, which works while the worker computes the next step (evaluator/running/evidence.py).
 """
 
 import argparse
@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.benchmarks import worker_spec
-from evaluator.evidence import observation_record
-from evaluator.native import NativeWorker
+from evaluator.native.backends import worker_spec
+from evaluator.native.client import NativeWorker
+from evaluator.running.evidence import observation_record
 
 ZERO = (0.0, 0.0, 0.0, 0.0)
 

@@ -31,11 +31,11 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-import evaluator.launching  # noqa: E402
+import evaluator.execution.launching  # noqa: E402
 from bench.timing import report, timed  # noqa: E402
-from evaluator.models import Artifact, Attempt, Campaign  # noqa: E402
 from evaluator.protocol.full_matrix import MATRIX_FILE, enumerate_cells, full_configuration  # noqa: E402
-from evaluator.queries import full_campaign_view  # noqa: E402
+from evaluator.records.models import Artifact, Attempt, Campaign  # noqa: E402
+from evaluator.records.queries import full_campaign_view  # noqa: E402
 from rsi_site.serving import settle  # noqa: E402
 
 OUTCOMES = ["success", "task_failure", "task_failure", "infrastructure_error"]
@@ -46,14 +46,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--finished", type=float, default=0.5, help="share of cells closed before timing")
     args = parser.parse_args()
-    evaluator.launching.check_ready = lambda benchmark: None  # the bench measures records, not the simulator
+    evaluator.execution.launching.check_ready = lambda benchmark: None  # the bench measures records, not the simulator
 
     started = time.perf_counter()
     doc = json.loads(MATRIX_FILE.read_text())
     cells = enumerate_cells(doc, "variant_aggregation")
     enumerate_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
-    campaign = evaluator.launching.do_launch_full_campaign(
+    campaign = evaluator.execution.launching.do_launch_full_campaign(
         name="bench", protocol="variant_aggregation", policy="noop", config=full_configuration("variant_aggregation")
     )
     create_ms = (time.perf_counter() - started) * 1000

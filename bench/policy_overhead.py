@@ -12,7 +12,7 @@ the difference of the medians is what the evaluator adds to each call (issue 17:
                     evidence, video, database), each timed as the episode times it, and right after it
                     the same body sent by the plain client. There the frame's PNG, which the evidence
                     keeps for every transport, is encoded from the moment the frame arrives, while the
-                    episode records the decision before the call (evaluator/png.py, png_ahead).
+                    episode records the decision before the call (evaluator/native/png.py, png_ahead).
 """
 
 import argparse
@@ -39,16 +39,16 @@ WORK = throwaway_site("rsi-bench-")
 import numpy as np  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
-from evaluator.benchmarks import worker_spec  # noqa: E402
-from evaluator.launching import do_launch_campaign, policy_for  # noqa: E402
-from evaluator.native import NativeWorker  # noqa: E402
+from evaluator.execution.launching import do_launch_campaign, policy_for  # noqa: E402
+from evaluator.native.backends import worker_spec  # noqa: E402
+from evaluator.native.client import NativeWorker  # noqa: E402
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy  # noqa: E402
 from evaluator.policies.chat import ChatPolicy  # noqa: E402
 from evaluator.policies.http_json import HttpJsonPolicy  # noqa: E402
 from evaluator.policies.openpi import OpenPiPolicy, unpack  # noqa: E402
 from evaluator.protocol.actions import FETCH_ACTION  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.running import do_run_attempt  # noqa: E402
+from evaluator.running.recorder import do_run_attempt  # noqa: E402
 from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk  # noqa: E402
 
 

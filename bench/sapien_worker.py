@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluator.benchmarks import worker_spec  # noqa: E402
-from evaluator.native import NativeWorker  # noqa: E402
-from evaluator.worker_env import vulkan_layer_env  # noqa: E402
+from evaluator.native.backends import worker_spec  # noqa: E402
+from evaluator.native.client import NativeWorker  # noqa: E402
+from evaluator.native.environment import vulkan_layer_env  # noqa: E402
 
 
 def main() -> None:

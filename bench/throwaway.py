@@ -22,7 +22,7 @@ def throwaway_site(prefix: str = "rsi-bench-") -> Path:
     django.setup()
     from django.core.management import call_command
 
-    from evaluator.launching import ensure_builtin_policies
+    from evaluator.execution.launching import ensure_builtin_policies
 
     call_command("migrate", verbosity=0)
     with open(os.devnull, "w") as quiet:

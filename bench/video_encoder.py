@@ -26,7 +26,7 @@ import gymnasium as gym  # noqa: E402
 import gymnasium_robotics  # noqa: E402
 import numpy as np  # noqa: E402
 
-from evaluator.evidence import GOP, RAW_VIDEO, VideoWriter  # noqa: E402
+from evaluator.running.evidence import GOP, RAW_VIDEO, VideoWriter  # noqa: E402
 
 FPS = 10
 

@@ -1,3 +1,4 @@
+from importlib import import_module
 from pathlib import Path
 
 from django.apps import AppConfig
@@ -23,9 +24,16 @@ class EvaluatorConfig(AppConfig):
     verbose_name = "RSI evaluator"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def import_models(self) -> None:
+        # Django looks for an app's models at <app>.models; RSI's live with the rest of its records.
+        self.models = self.apps.all_models[self.label]
+        self.models_module = import_module("evaluator.records.models")
+
     def ready(self) -> None:
-        from evaluator.roles import ensure_roles
-        from evaluator.triggers import create_triggers, drop_triggers
+        from evaluator.records.roles import ensure_roles
+        from evaluator.records.triggers import create_triggers, drop_triggers
+
+        import_module("evaluator.web.admin")  # registers the models with the admin site
 
         # Evidence is readable by its owner only: the folder is made so before anything is written.
         media = Path(settings.MEDIA_ROOT)

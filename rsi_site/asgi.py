@@ -7,8 +7,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 django_asgi_app = get_asgi_application()
 
-from evaluator.media_probe import probe_at_web_startup  # noqa: E402
-from evaluator.recovery import recover_at_startup  # noqa: E402
+from evaluator.execution.media_probe import probe_at_web_startup  # noqa: E402
+from evaluator.running.recovery import recover_at_startup  # noqa: E402
 
 # This process is the embedded executor's home: close what a killed predecessor left running.
 recover_at_startup()

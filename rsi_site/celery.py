@@ -15,4 +15,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 
 app = Celery("rsi")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["evaluator"])
+app.autodiscover_tasks(["evaluator.execution"])

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
-from evaluator.roles import ROLE_DESCRIPTIONS
+from evaluator.records.roles import ROLE_DESCRIPTIONS
 
 log = logging.getLogger(__name__)
 

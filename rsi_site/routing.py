@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluator.consumers import CampaignProgressConsumer, LiveAttemptConsumer
+from evaluator.live.consumers import CampaignProgressConsumer, LiveAttemptConsumer
 
 websocket_urlpatterns = [
     path("ws/attempts/<int:attempt_id>/live/", LiveAttemptConsumer.as_asgi()),

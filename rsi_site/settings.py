@@ -129,14 +129,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         timeout=30,
         transaction_mode="IMMEDIATE",
-        # recursive_triggers: a REPLACE's implicit delete fires the immutability triggers (evaluator/triggers.py).
+        # recursive_triggers: a REPLACE's implicit delete fires the immutability triggers (records/triggers.py).
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;",
     )
     # Tests use a file too: an in-memory shared-cache database fails at once on table locks.
     (BASE_DIR / ".rsi").mkdir(exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".rsi" / "test-db.sqlite3")}
 
-# Where started attempts run (evaluator/executor.py): "embedded" (a thread pool in the web process)
+# Where started attempts run (evaluator/execution/executor.py): "embedded" (a thread pool in the web process)
 # or "celery" (workers on a Redis broker; the web process never runs episodes then).
 RSI_EXECUTOR = os.environ.get("RSI_EXECUTOR", "embedded")
 if RSI_EXECUTOR not in ("embedded", "celery"):
@@ -160,7 +160,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker outage (Redis restarted) must not cancel the attempt running in a worker: its task was
 # acknowledged as it started, so a cancelled attempt would be lost, never redelivered.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
-# The reaper of attempts with a stale heartbeat (evaluator/heartbeats.py) runs every RSI_REAP_INTERVAL_S.
+# The reaper of attempts with a stale heartbeat (evaluator/running/heartbeats.py) runs every RSI_REAP_INTERVAL_S.
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-attempts": {"task": "rsi.reap", "schedule": float(os.environ.get("RSI_REAP_INTERVAL_S", "30"))}
 }

@@ -6,7 +6,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", include("evaluator.urls")),
+    path("", include("evaluator.web.urls")),
 ]
 
 handler400 = "rsi_site.errors.bad_request"

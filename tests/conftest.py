@@ -4,12 +4,12 @@ import sys
 
 import pytest
 
-from evaluator.benchmarks import BACKENDS
-from evaluator.catalog_sync import sync_all_catalogs
-from evaluator.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
+from evaluator.native.backends import BACKENDS
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.identity import configure
+from evaluator.records.catalog_sync import sync_all_catalogs
+from evaluator.records.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
 from tests.doubles.simple_checkout import build_checkout
 from tests.servers.cluster import cluster  # noqa: F401 (the scale-out tests' Celery deployment)
 from tests.simple_humanoid import TASKS, Forward
@@ -72,8 +72,8 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def run_cell(catalogs, media_root):
     """Launch a one-cell campaign and run it to its end: a real episode through a real worker."""
-    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
-    from evaluator.running import do_run_attempt
+    from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
+    from evaluator.running.recorder import do_run_attempt
 
     ensure_builtin_policies()
 
@@ -107,7 +107,7 @@ def register_policy(db, monkeypatch):
 @pytest.fixture
 def run_spec(run_cell):
     """run_cell with a policy named by its spec string, registered on the way as `evaluate` does."""
-    from evaluator.launching import policy_for
+    from evaluator.execution.launching import policy_for
 
     def run(spec, **options):
         return run_cell(policy=policy_for(spec).name, **options)
@@ -130,7 +130,7 @@ def operator(client, catalogs):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from evaluator.launching import ensure_builtin_policies
+    from evaluator.execution.launching import ensure_builtin_policies
 
     ensure_builtin_policies()
     user = get_user_model().objects.create_user("olga", password="pw")
@@ -167,9 +167,9 @@ def no_csp_violations():
 def simpler_env_host(catalogs, monkeypatch):
     """A host where SimplerEnv's pinned upstream and assets are installed, as far as readiness goes: this
     machine has neither, and launch checks are otherwise the same for every benchmark."""
-    from evaluator.launching import ensure_builtin_policies
+    from evaluator.execution.launching import ensure_builtin_policies
 
-    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    monkeypatch.setattr("evaluator.execution.launching.check_ready", lambda benchmark: None)
     ensure_builtin_policies()
 
 
@@ -190,7 +190,7 @@ def simple_double(tmp_path, monkeypatch, catalogs):
         "simple_humanoid",
         dataclasses.replace(entry, options=lambda *args: {**options(*args), "expected_files": inventory}),
     )
-    monkeypatch.setattr("evaluator.launching.check_ready", lambda benchmark: None)
+    monkeypatch.setattr("evaluator.execution.launching.check_ready", lambda benchmark: None)
     return root
 
 

@@ -4,9 +4,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from evaluator.launching import do_launch_full_campaign
-from evaluator.models import Artifact, Attempt, Campaign
+from evaluator.execution.launching import do_launch_full_campaign
 from evaluator.protocol.full_matrix import full_configuration
+from evaluator.records.models import Artifact, Attempt, Campaign
 
 
 def finish_cell(cell: Attempt, outcome: str, autonomous: bool = True, duration_s: float | None = None) -> None:

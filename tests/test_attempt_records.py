@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from evaluator import triggers
-from evaluator.models import Artifact, Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
+from evaluator.records import triggers
+from evaluator.records.models import Artifact, Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
 
 
 def _finish(attempt, **fields):

@@ -1,5 +1,5 @@
 """One home per benchmark backend (issue 15, point 0): a protocol entry (evaluator/protocol/registry.py)
-and a host entry (evaluator/benchmarks.py), its worker and its catalog. "Make one registry entry per
+and a host entry (evaluator/native/backends.py), its worker and its catalog. "Make one registry entry per
 backend ... so that SIMPLE is added as one entry plus its worker and catalog"."""
 
 import dataclasses
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evaluator.benchmarks import BACKENDS, benchmark_verdict, reset_options, worker_spec
+from evaluator.native.backends import BACKENDS, benchmark_verdict, reset_options, worker_spec
 from evaluator.protocol import registry
 from evaluator.protocol.catalogs import CATALOG_DIR, SCHEMAS, catalog_benchmarks, load_catalog, load_catalog_file
 from evaluator.protocol.errors import CatalogError, UnknownBenchmark

@@ -7,8 +7,8 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from evaluator import views
-from evaluator.models import Attempt
+from evaluator.records.models import Attempt
+from evaluator.web.views import review
 from tests.records import add_cells, finish_cell
 
 
@@ -61,13 +61,13 @@ def test_a_finished_cells_picture_is_decoded_once_then_read_from_its_cached_file
     url = reverse("evaluator:thumbnail", args=[attempt.pk])
     first = admin_client.get(url)
     assert first.status_code == 200 and first["Content-Type"] == "image/png"
-    cached = settings.MEDIA_ROOT / views.THUMBNAIL_CACHE / f"{attempt.evidence_dir}.png"
+    cached = settings.MEDIA_ROOT / review.THUMBNAIL_CACHE / f"{attempt.evidence_dir}.png"
     assert cached.read_bytes() == first.content
 
     def no_decoding(*args):
         raise AssertionError("decoded again")
 
-    monkeypatch.setattr(views.OPEN_VIDEOS, "png", no_decoding)
+    monkeypatch.setattr(review.OPEN_VIDEOS, "png", no_decoding)
     again = admin_client.get(url)
     assert again.status_code == 200 and again.content == first.content
     assert Attempt.objects.get(pk=attempt.pk).status == "finished"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from evaluator.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
-from evaluator.models import Attempt, Campaign, Policy, RecordImmutable
+from evaluator.execution.launching import do_launch_campaign, do_start_attempts, ensure_builtin_policies
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
-from evaluator.queries import campaign_cells, compare_campaigns
+from evaluator.records.models import Attempt, Campaign, Policy, RecordImmutable
+from evaluator.records.queries import campaign_cells, compare_campaigns
 from tests.records import finish_cell
 from tests.simple_humanoid import BEND_PICK
 
@@ -100,7 +100,7 @@ def test_seeds_are_written_as_a_list_or_as_n_from_a_base():
 
 def test_aggregates_count_every_seed_of_a_task(noop):
     # "aggregates per task and overall over all of them, with the interval"
-    from evaluator.queries import campaign_report
+    from evaluator.records.queries import campaign_report
 
     campaign = _launch(noop, [0, 1, 2], tasks=["reach"])
     cells = campaign_cells(campaign)

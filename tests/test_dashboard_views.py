@@ -16,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from PIL import Image
 
-from evaluator.media import OpenVideos
-from evaluator.models import Attempt, Campaign, Policy
+from evaluator.exports.media import OpenVideos
+from evaluator.records.models import Attempt, Campaign, Policy
 from tests.records import add_cells
 
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
@@ -177,16 +177,16 @@ def test_the_exact_frame_of_a_step_is_decoded_from_the_video(admin_client, finis
 def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
     admin_client, finished, media_root, monkeypatch, kept_groups, read_ahead
 ):
-    # The decoder stays open between requests (evaluator/media.py OpenVideos): jumps forward, backward, across
+    # The decoder stays open between requests (evaluator/exports/media.py OpenVideos): jumps forward, backward, across
     # and within groups of pictures, repeats, must all give the full decode's frame (issue 17, a guard)
     import av
 
     video = media_root / finished.artifacts.get(kind="video").path
     with av.open(str(video)) as container:
         decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
-    monkeypatch.setattr("evaluator.media.OpenVideo.KEPT_GROUPS", kept_groups)
-    monkeypatch.setattr("evaluator.media.OpenVideo.READ_AHEAD", read_ahead)
-    monkeypatch.setattr("evaluator.views.OPEN_VIDEOS", OpenVideos())  # none open from another test
+    monkeypatch.setattr("evaluator.exports.media.OpenVideo.KEPT_GROUPS", kept_groups)
+    monkeypatch.setattr("evaluator.exports.media.OpenVideo.READ_AHEAD", read_ahead)
+    monkeypatch.setattr("evaluator.web.views.review.OPEN_VIDEOS", OpenVideos())  # none open from another test
     order = list(range(len(decoded)))
     random.Random(5).shuffle(order)
     for step in order + [30, 29, 0, 25, 24, 24, 26]:
@@ -203,7 +203,7 @@ def test_the_whole_episode_is_read_ahead_in_the_background_from_the_first_frame_
     with av.open(str(video)) as container:
         decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     videos = OpenVideos()
-    monkeypatch.setattr("evaluator.views.OPEN_VIDEOS", videos)
+    monkeypatch.setattr("evaluator.web.views.review.OPEN_VIDEOS", videos)
     assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 26])).status_code == 200
     (opened,) = videos.videos.values()
     opened.reader.join(timeout=30)
@@ -281,7 +281,7 @@ def test_a_rerun_is_a_new_pending_attempt_and_both_stay_visible(operator, finish
 def test_starting_a_cell_queues_it_once_after_commit(
     operator, make_attempt, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from evaluator import executor
+    from evaluator.execution import executor
 
     submitted = []
     monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append((attempt_id, benchmark)))
@@ -336,7 +336,7 @@ def test_a_finished_cell_shows_its_last_frame_not_the_reset_frame(admin_client, 
 
 
 def test_a_cell_without_video_says_why_instead_of_a_broken_image(admin_client, make_attempt, media_root):
-    from evaluator.running import do_run_attempt
+    from evaluator.running.recorder import do_run_attempt
 
     attempt = do_run_attempt(make_attempt("G1WholebodyBendPickMP-v0", benchmark="simple_humanoid"))
     assert not attempt.artifacts.filter(kind="video").exists()

@@ -5,12 +5,12 @@ instruction is read after the step (upstream_simplerenv_facts.md §4)."""
 
 import numpy as np
 
-from evaluator.episode import EpisodeSpec, run_episode
-from evaluator.native import NativeObservation, NativeStep
+from evaluator.native.client import NativeObservation, NativeStep
 from evaluator.policies.builtin import NoopPolicy
 from evaluator.protocol.actions import SIMPLER_ENV_ACTION
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.identity import configure
+from evaluator.running.episode import EpisodeSpec, run_episode
 
 
 class ScriptedEnvDouble:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluator.models import Attempt
+from evaluator.records.models import Attempt
 
 RECORD_KEYS = {
     "protocol_id",
@@ -80,7 +80,7 @@ def test_it_refuses_bad_options_and_stores_nothing(db, media_root, args, message
 
 
 def test_it_takes_a_policy_spec_string_and_registers_it_once(db, media_root):
-    from evaluator.models import Policy
+    from evaluator.records.models import Policy
     from tests.servers.policies import HttpPolicyServer, always, zero_chunk
 
     server = HttpPolicyServer(always(zero_chunk()))

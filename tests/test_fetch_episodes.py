@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from evaluator.models import Attempt, Decision, Step
 from evaluator.policies.base import Policy, PolicyReply
+from evaluator.records.models import Attempt, Decision, Step
 
 
 def test_the_oracle_succeeds_on_pick_and_place_for_a_fixed_seed(run_cell):

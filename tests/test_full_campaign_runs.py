@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.native.environment import simpler_pins
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.full_matrix import asset_paths, load_matrix
-from evaluator.running import do_run_attempt
-from evaluator.worker_env import simpler_pins
+from evaluator.running.recorder import do_run_attempt
 from tests.doubles.simpler_site import DOUBLES, build_site
 from tests.records import launch_full
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from evaluator.benchmarks import reset_options
-from evaluator.launching import do_launch_campaign, do_launch_full_campaign, ensure_builtin_policies
-from evaluator.models import Attempt, Campaign
+from evaluator.execution.launching import do_launch_campaign, do_launch_full_campaign, ensure_builtin_policies
+from evaluator.native.backends import reset_options
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import CatalogError, LaunchRefused
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import configure
+from evaluator.records.models import Attempt, Campaign
 from tests.records import finish_cell, launch_full
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +163,7 @@ def test_a_campaign_planned_from_other_matrix_data_is_shown_from_its_own_records
         finish_cell(cell, "success")
     planned = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
     changed = dataclasses.replace(load_matrix("visual_matching"), sha256="0" * 64, cells=())
-    monkeypatch.setattr("evaluator.queries.load_matrix", lambda protocol: changed)
+    monkeypatch.setattr("evaluator.records.queries.load_matrix", lambda protocol: changed)
     recorded = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert "3/3 = 1.000" in recorded and recorded.count('title="1/1"') == 3
     assert _section(recorded, "matrix-section") == _section(planned, "matrix-section")

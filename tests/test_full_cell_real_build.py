@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.benchmarks import worker_spec
+from evaluator.native.backends import worker_spec
+from evaluator.native.environment import vulkan_layer_env
 from evaluator.protocol.full_matrix import load_matrix
-from evaluator.worker_env import vulkan_layer_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAPIEN_PYTHON = worker_spec("maniskill2").python

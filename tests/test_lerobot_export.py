@@ -14,9 +14,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.protocol.identity import configure
-from evaluator.running import do_run_attempt
+from evaluator.running.recorder import do_run_attempt
 
 ROOT = Path(__file__).resolve().parents[1]
 LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"

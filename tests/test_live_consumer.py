@@ -15,10 +15,10 @@ from django.contrib.auth.models import Group
 from django.db import close_old_connections
 from django.test import Client
 
-from evaluator.launching import do_launch_campaign, ensure_builtin_policies
-from evaluator.models import Attempt, Decision, Intervention, Policy
+from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.protocol.identity import configure
-from evaluator.running import do_run_attempt
+from evaluator.records.models import Attempt, Decision, Intervention, Policy
+from evaluator.running.recorder import do_run_attempt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,7 +193,7 @@ def test_events_without_a_picture_wait_briefly_and_travel_with_the_next_step_in_
     import numpy as np
     from channels.layers import get_channel_layer
 
-    from evaluator.live import EVENT_DELAY_S, LiveHub, group_name
+    from evaluator.live.memory import EVENT_DELAY_S, LiveHub, group_name
 
     async def scenario():
         hub, layer = LiveHub(), get_channel_layer()
@@ -236,7 +236,7 @@ def test_one_jpeg_encoding_serves_every_viewer_of_a_picture_even_when_one_leaves
     import numpy as np
     from PIL import Image
 
-    from evaluator.live import LiveFrame
+    from evaluator.live.memory import LiveFrame
 
     frame = LiveFrame(seq=1, step=0, rgb=np.full((48, 64, 3), (200, 30, 90), np.uint8))
     encodings = []
@@ -401,7 +401,7 @@ def test_a_viewer_that_stops_reading_does_not_slow_the_rollout_or_grow_memory(se
 
 def test_a_forgotten_pause_stops_the_attempt_after_the_maximum_hold():
     # "A pause has a documented maximum, after which the attempt stops as human_stop."
-    from evaluator.live import AttemptControl
+    from evaluator.live.memory import AttemptControl
 
     events = []
     control = AttemptControl(events.append, max_hold=0.3)
@@ -413,7 +413,7 @@ def test_a_forgotten_pause_stops_the_attempt_after_the_maximum_hold():
 
 
 def test_a_note_longer_than_the_stored_limit_is_refused_not_echoed(setup):
-    from evaluator.launching import InterventionRefused, check_intervene
+    from evaluator.live.interventions import InterventionRefused, check_intervene
 
     attempt = _pending()
     user, _ = _user("ivan", "watcher", "intervener")

@@ -1,4 +1,4 @@
-"""The live hub of a Celery deployment (evaluator/live_redis.py) against a real Redis server: the
+"""The live hub of a Celery deployment (evaluator/live/redis_hub.py) against a real Redis server: the
 rollout publishes into Redis from its process's publisher thread, the consumer reads state and
 pictures back from Redis (issue 13, point 4: "the one-picture-per-viewer back-pressure holds
 across processes"). Here both ends share one test process but only meet through Redis."""
@@ -12,7 +12,7 @@ import pytest
 import redis
 from PIL import Image
 
-from evaluator.live_redis import RedisLiveHub
+from evaluator.live.redis_hub import RedisLiveHub
 from tests.servers.redis import redis_server
 from tests.test_live_consumer import _as_read, _pending, _run, _socket, _user
 
@@ -27,15 +27,15 @@ def redis_hubs(setup, settings, monkeypatch):
             "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [server.url]}}
         }
         worker, web = RedisLiveHub(server.url), RedisLiveHub(server.url)
-        monkeypatch.setattr("evaluator.running.hub", worker)
-        monkeypatch.setattr("evaluator.consumers.hub", web)
-        monkeypatch.setattr("evaluator.launching.hub", web)
+        monkeypatch.setattr("evaluator.running.recorder.hub", worker)
+        monkeypatch.setattr("evaluator.live.consumers.hub", web)
+        monkeypatch.setattr("evaluator.live.interventions.hub", web)
         yield server, worker, web
 
 
 @pytest.fixture
 def setup(catalogs, media_root):
-    from evaluator.launching import ensure_builtin_policies
+    from evaluator.execution.launching import ensure_builtin_policies
 
     ensure_builtin_policies()
 
@@ -88,9 +88,9 @@ def test_a_viewer_that_stops_reading_holds_one_picture_while_every_event_arrives
 
 
 def test_an_intervention_is_refused_and_recorded_nowhere_when_redis_is_down(redis_hubs):
-    from evaluator.launching import do_intervene
-    from evaluator.models import Attempt, Intervention
+    from evaluator.live.interventions import do_intervene
     from evaluator.protocol.errors import InterventionRefused
+    from evaluator.records.models import Attempt, Intervention
 
     server, worker, web = redis_hubs
     attempt = _pending()

@@ -5,19 +5,19 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator import benchmarks
+from evaluator.native import backends
 
 
 @pytest.fixture
 def fresh_probe():
-    benchmarks.mujoco_gl.cache_clear()
+    backends.mujoco_gl.cache_clear()
     yield
-    benchmarks.mujoco_gl.cache_clear()
+    backends.mujoco_gl.cache_clear()
 
 
 def test_without_a_setting_the_worker_gets_egl_explicitly(fresh_probe, monkeypatch):
     monkeypatch.delenv("MUJOCO_GL", raising=False)
-    assert benchmarks.worker_spec("fetch").env["MUJOCO_GL"] == "egl"
+    assert backends.worker_spec("fetch").env["MUJOCO_GL"] == "egl"
 
 
 @pytest.mark.parametrize("backend", ["egl", "osmesa"])

@@ -8,10 +8,10 @@ import signal
 import sys
 from pathlib import Path
 
-from evaluator import running
-from evaluator.models import Attempt
-from evaluator.native import WorkerSpec
+from evaluator.native.client import WorkerSpec
 from evaluator.policies.base import Policy, PolicyReply
+from evaluator.records.models import Attempt
+from evaluator.running import recorder
 from tests.servers.processes import child_workers
 
 DOUBLES = Path(__file__).resolve().parent / "doubles"
@@ -79,7 +79,7 @@ def test_a_hanging_worker_times_out_into_a_typed_error(run_cell, register_policy
 
 def test_a_worker_answering_garbage_is_a_typed_error_with_its_stderr(run_cell, monkeypatch):
     garbage = WorkerSpec(benchmark="fetch", python=sys.executable, script=DOUBLES / "garbage_worker.py")
-    monkeypatch.setattr(running, "worker_spec", lambda name, task=None: garbage)
+    monkeypatch.setattr(recorder, "worker_spec", lambda name, task=None: garbage)
     attempt = run_cell(policy="noop")
     _assert_closed_with_evidence(attempt, "native_runtime")
     assert "garbage" in attempt.error_detail
@@ -89,7 +89,7 @@ def test_a_worker_answering_garbage_is_a_typed_error_with_its_stderr(run_cell, m
 
 def test_a_worker_that_cannot_start_is_an_install_error(run_cell, monkeypatch):
     missing = WorkerSpec(benchmark="fetch", python="/nonexistent/python", script=DOUBLES / "garbage_worker.py")
-    monkeypatch.setattr(running, "worker_spec", lambda name, task=None: missing)
+    monkeypatch.setattr(recorder, "worker_spec", lambda name, task=None: missing)
     attempt = run_cell(policy="noop")
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "install")
 

@@ -1,4 +1,4 @@
-"""RSI's PNG encoder (evaluator/png.py): what it writes decodes, by another decoder, to exactly the pixels
+"""RSI's PNG encoder (evaluator/native/png.py): what it writes decodes, by another decoder, to exactly the pixels
 it was given ("the policy still receives the exact observation pixels", issue 17), whether it is encoded in
 the call or ahead, on a background thread."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.png import png_ahead, png_rgb
+from evaluator.native.png import png_ahead, png_rgb
 
 
 @pytest.mark.parametrize("shape", [(480, 640, 3), (360, 640, 3), (1, 1, 3), (7, 3, 3)])

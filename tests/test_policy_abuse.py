@@ -165,7 +165,7 @@ def test_an_evaluator_fault_keeps_what_was_recorded(run_cell, register_policy, m
     register_policy("faulty", FaultAtThirdCall)
     with pytest.raises(RuntimeError, match="a bug in RSI"):
         run_cell(policy="faulty")
-    from evaluator.models import Attempt
+    from evaluator.records.models import Attempt
 
     attempt = Attempt.objects.get()
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "evaluator")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator.launching import policy_for
-from evaluator.models import Policy
+from evaluator.execution.launching import policy_for
+from evaluator.records.models import Policy
 from tests.servers.policies import HttpPolicyServer, OpenPiServer, always, zero_chunk
 
 ROOT = Path(__file__).resolve().parents[1]

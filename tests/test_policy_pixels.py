@@ -98,7 +98,7 @@ def test_a_msgpack_body_is_stored_as_sent_and_its_message_image_is_the_same_pixe
 
 
 def test_an_unknown_http_body_is_refused_by_name(db):
-    from evaluator.launching import policy_for
+    from evaluator.execution.launching import policy_for
     from evaluator.policies.specs import InvalidPolicySpec
 
     with pytest.raises(InvalidPolicySpec, match="body='xml'.*json or msgpack"):
@@ -142,7 +142,7 @@ def test_a_json_body_is_the_json_of_its_fields_whatever_text_the_policy_is_shown
 
 @pytest.mark.parametrize("transport", ["http-json", "chat"])
 def test_a_png_transport_sends_the_evidence_png_byte_for_byte(run_spec, servers, media_root, transport):
-    # evaluator/png.py: the frame's PNG is encoded once, ahead of the call, for the evidence and the transport.
+    # evaluator/native/png.py: the frame's PNG is encoded once, ahead of the call, for the evidence and the transport.
     start_server, spec, _ = TRANSPORTS[transport]
     server = servers(start_server())
     attempt = run_spec(spec(server), budget_mode="decisions", max_policy_calls=2)
@@ -157,10 +157,10 @@ def test_a_png_transport_sends_the_evidence_png_byte_for_byte(run_spec, servers,
 
 
 def test_each_calls_png_started_ahead_is_the_png_of_the_frame_it_is_made_on(run_cell, register_policy):
-    # The episode encodes a frame's PNG from the moment the frame arrives (evaluator/png.py, png_ahead);
+    # The episode encodes a frame's PNG from the moment the frame arrives (evaluator/native/png.py, png_ahead);
     # a call on a new frame must never get the previous frame's encoding, and a call that reuses the last
     # acknowledged observation (a rejected response executed nothing) gets that frame's.
-    from evaluator.png import png_rgb
+    from evaluator.native.png import png_rgb
     from evaluator.policies.base import NO_PROVIDER, Policy, PolicyReply
 
     seen = []

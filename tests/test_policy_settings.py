@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from evaluator.models import Campaign, Policy
 from evaluator.policies.specs import InvalidPolicySpec, parse_policy_spec
+from evaluator.records.models import Campaign, Policy
 
 SERVER = "http://127.0.0.1:9/act"
 BAD_SETTINGS = {

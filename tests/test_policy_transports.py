@@ -8,8 +8,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from evaluator.launching import policy_for
-from evaluator.models import Decision, Policy
+from evaluator.execution.launching import policy_for
+from evaluator.records.models import Decision, Policy
 from tests.servers.policies import (
     ChatServer,
     Close,

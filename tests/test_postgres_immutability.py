@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = """
 import django; django.setup()
-from evaluator.catalog_sync import sync_all_catalogs
-from evaluator.models import Artifact, Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
+from evaluator.records.catalog_sync import sync_all_catalogs
+from evaluator.records.models import Artifact, Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
 from evaluator.protocol.identity import configure
 sync_all_catalogs()
 config = configure("simpler_env")

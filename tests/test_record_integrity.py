@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from evaluator.launching import policy_for
-from evaluator.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
+from evaluator.execution.launching import policy_for
+from evaluator.records.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
 
 # 2. What a finished attempt points to cannot change.
 
@@ -41,7 +41,7 @@ def test_a_policy_and_protocol_identity_named_by_a_plan_keep_what_they_were(make
 
 
 def test_a_campaigns_plan_is_frozen_below_the_model(make_attempt):
-    from evaluator.models import Campaign
+    from evaluator.records.models import Campaign
 
     campaign = make_attempt().campaign
     for change in ({"seed": 8}, {"task_names": ["widowx_carrot_on_plate"]}):
@@ -98,9 +98,9 @@ def test_new_weights_in_the_same_file_are_a_new_policy(db, tmp_path):
 
 def test_a_cell_whose_module_changed_since_launch_refuses_to_run(catalogs, media_root, tmp_path):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
-    from evaluator.launching import do_launch_campaign
+    from evaluator.execution.launching import do_launch_campaign
     from evaluator.protocol.identity import configure
-    from evaluator.running import do_run_attempt
+    from evaluator.running.recorder import do_run_attempt
 
     path = tmp_path / "policy.pt"
     _module(torch, path, 1.0)

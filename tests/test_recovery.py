@@ -14,14 +14,14 @@ from pathlib import Path
 import av
 import pytest
 
-from evaluator.runners import is_dead, this_process
+from evaluator.records.runners import is_dead, this_process
 from tests.servers.policies import HttpPolicyServer, Sleep
 from tests.servers.site import DaphneServer, Session, manage, set_up_site, site_env
 
 TASKS = ["push", "reach", "slide"]
 LAUNCH = """
 from evaluator.protocol.identity import configure
-from evaluator.launching import do_launch_campaign, policy_for
+from evaluator.execution.launching import do_launch_campaign, policy_for
 campaign = do_launch_campaign(name="killed", benchmark="fetch", task_names={tasks!r}, seeds=[3],
                               policy=policy_for({url!r}), config=configure("fetch"))
 print(campaign.pk)
@@ -182,8 +182,8 @@ class Killed(BaseException):
 def test_a_process_killed_while_storing_its_result_stores_none_of_it_and_the_reaper_stores_it_once(
     run_cell, monkeypatch
 ):
-    from evaluator.models import Artifact, Attempt
-    from evaluator.recovery import do_close_lost_attempt
+    from evaluator.records.models import Artifact, Attempt
+    from evaluator.running.recovery import do_close_lost_attempt
 
     create, stored = Artifact.objects.create, []
 

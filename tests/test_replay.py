@@ -16,13 +16,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from PIL import Image
 
-from evaluator.benchmarks import worker_spec
-from evaluator.determinism import determinism_probe
-from evaluator.launching import do_intervene
-from evaluator.models import Attempt, Replay
+from evaluator.exports.replay import do_create_replay, run_replay
+from evaluator.live.interventions import do_intervene
+from evaluator.native.backends import worker_spec
 from evaluator.policies.base import Policy, PolicyReply
-from evaluator.replay import do_create_replay, run_replay
-from evaluator.verification import INTACT, verify_attempt
+from evaluator.readiness.determinism import determinism_probe
+from evaluator.records.models import Attempt, Replay
+from evaluator.running import recorder
+from evaluator.running.verification import INTACT, verify_attempt
 
 DOUBLE = Path(__file__).resolve().parent / "doubles" / "perturbing_fetch_worker.py"
 ONE_ACTION_DECISIONS = {"budget_mode": "decisions", "max_policy_calls": 20, "replan_interval": 1}
@@ -58,15 +59,14 @@ def test_a_fetch_attempt_replays_identical_at_every_step(run_cell):
 @pytest.fixture
 def perturbing_worker(monkeypatch):
     """Replays (not the original runs) go through the double, which perturbs the frame of step 7."""
-    from evaluator import running
 
-    native_conditions = running.native_conditions
+    native_conditions = recorder.native_conditions
 
     def through_the_double(attempt, horizon):
         spec, options = native_conditions(attempt, horizon)
         return dataclasses.replace(spec, script=DOUBLE), options
 
-    monkeypatch.setattr("evaluator.replay.native_conditions", through_the_double)
+    monkeypatch.setattr("evaluator.exports.replay.native_conditions", through_the_double)
     monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
 
 
@@ -177,7 +177,7 @@ def test_an_operator_replays_from_the_review_page_and_reads_the_verdict_there(
     page = operator.get(f"/attempts/{attempt.pk}/").content.decode()
     assert 'id="replay"' in page and "none yet" in page
     submitted = []
-    monkeypatch.setattr("evaluator.executor.submit_replay", lambda *args: submitted.append(args))
+    monkeypatch.setattr("evaluator.execution.executor.submit_replay", lambda *args: submitted.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         response = operator.post(f"/attempts/{attempt.pk}/replay/")
     assert response.status_code == 302
@@ -203,9 +203,9 @@ def test_a_reviewer_cannot_replay(run_cell, client):
 
 @pytest.fixture
 def four_cells(catalogs, media_root):
-    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+    from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
     from evaluator.protocol.identity import configure
-    from evaluator.running import do_run_attempt
+    from evaluator.running.recorder import do_run_attempt
 
     ensure_builtin_policies()
     campaign = do_launch_campaign(
@@ -236,7 +236,7 @@ def test_the_campaign_page_shows_the_share_reproduced_beside_the_aggregates(
 ):
     monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "3")
     submitted = []
-    monkeypatch.setattr("evaluator.executor.submit_replay", lambda *args: submitted.append(args))
+    monkeypatch.setattr("evaluator.execution.executor.submit_replay", lambda *args: submitted.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         operator.post(f"/campaigns/{four_cells.pk}/verify/", {"cells": "2"})
     check = four_cells.checks.get()
@@ -290,7 +290,7 @@ def test_doctors_determinism_probe_runs_a_benchmark_twice_and_finds_where_it_dif
     # the second run through the double that perturbs the frame of step 7
     monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
     specs = [worker_spec("fetch"), dataclasses.replace(worker_spec("fetch"), script=DOUBLE)]
-    monkeypatch.setattr("evaluator.determinism.worker_spec", lambda benchmark, details: specs.pop(0))
+    monkeypatch.setattr("evaluator.readiness.determinism.worker_spec", lambda benchmark, details: specs.pop(0))
     probe = determinism_probe("fetch", steps=8)
     assert (probe["identical"], probe["first_divergent_step"]) == (False, 7)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.benchmarks import worker_spec
+from evaluator.native.backends import worker_spec
 from evaluator.policies.base import Policy, PolicyReply
 from tests.servers.processes import child_workers
 
@@ -81,7 +81,7 @@ def test_without_the_layer_lavapipe_is_refused_at_launch_and_a_typed_render_devi
     run_cell, make_attempt, media_root, monkeypatch
 ):
     from evaluator.protocol.errors import LaunchRefused
-    from evaluator.running import do_run_attempt
+    from evaluator.running.recorder import do_run_attempt
 
     monkeypatch.setenv("RSI_VULKAN_LAYER", "off")
     # "refuse to start cells that nothing can run, with that reason"
@@ -96,7 +96,7 @@ def test_without_the_layer_lavapipe_is_refused_at_launch_and_a_typed_render_devi
 
 def test_doctor_gives_the_verdict_with_and_without_the_layer(monkeypatch):
     # The device list comes from the Vulkan loader itself (no vulkaninfo), both ways in one report.
-    from evaluator.benchmarks import host_report
+    from evaluator.readiness.doctor import host_report
 
     monkeypatch.setenv("RSI_VULKAN_LAYER", "on")
     report = host_report()
@@ -140,7 +140,7 @@ def _required_assets():
 
 
 def test_doctor_says_simpler_env_is_not_ready_without_the_upstream():
-    from evaluator.benchmarks import host_report
+    from evaluator.readiness.doctor import host_report
 
     verdict = host_report()["benchmarks"]["simpler_env"]
     assert not verdict["ready"]
@@ -149,9 +149,9 @@ def test_doctor_says_simpler_env_is_not_ready_without_the_upstream():
 
 
 def test_doctor_refuses_the_upstream_at_another_revision(tmp_path, monkeypatch):
-    from evaluator.benchmarks import host_report
+    from evaluator.native.environment import simpler_pins
     from evaluator.protocol.catalogs import load_catalog
-    from evaluator.worker_env import simpler_pins
+    from evaluator.readiness.doctor import host_report
 
     pins = simpler_pins(load_catalog("simpler_env"))
     everything = sorted({p for paths in _required_assets().values() for p in paths})
@@ -165,9 +165,9 @@ def test_doctor_refuses_the_upstream_at_another_revision(tmp_path, monkeypatch):
 
 
 def test_doctor_names_each_missing_asset_of_the_pinned_upstream(tmp_path, monkeypatch):
-    from evaluator.benchmarks import host_report
+    from evaluator.native.environment import simpler_pins
     from evaluator.protocol.catalogs import load_catalog
-    from evaluator.worker_env import simpler_pins
+    from evaluator.readiness.doctor import host_report
 
     required = _required_assets()
     everything = sorted({p for paths in required.values() for p in paths})
@@ -189,7 +189,7 @@ def test_simpler_env_without_the_pinned_upstream_is_refused_at_launch_and_an_ins
     run_cell, make_attempt, media_root
 ):
     from evaluator.protocol.errors import LaunchRefused
-    from evaluator.running import do_run_attempt
+    from evaluator.running.recorder import do_run_attempt
 
     # Here .venv-sapien holds ManiSkill2 0.5.3 but not the pinned SimplerEnv upstream.
     with pytest.raises(LaunchRefused, match="this executor cannot run simpler_env: .*not installed"):

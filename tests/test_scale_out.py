@@ -103,7 +103,7 @@ def test_a_worker_whose_media_root_is_not_the_webs_refuses_to_start(cluster, tmp
 
 
 READINESS = (
-    "import json; from evaluator.readiness import readiness; "
+    "import json; from evaluator.readiness.verdicts import readiness; "
     "print(json.dumps({b: readiness(b).as_dict() for b in ('fetch', 'simpler_env', 'maniskill2')}))"
 )
 
@@ -138,7 +138,8 @@ def test_readiness_is_the_verdict_of_the_workers_that_serve_each_benchmark(clust
 
 
 REPORT = (
-    "import json; from evaluator.models import Campaign; from evaluator.queries import full_campaign_view; "
+    "import json; from evaluator.records.models import Campaign; "
+    "from evaluator.records.queries import full_campaign_view; "
     "view = full_campaign_view(Campaign.objects.get(pk={pk})); "
     "maps = {{f: [m.title for m in ms] for f, ms in view.maps.items()}}; "
     "print(json.dumps({{'report': view.report.as_dict(), 'maps': maps}}))"
@@ -235,7 +236,8 @@ def test_the_replays_of_a_campaign_check_run_on_the_workers_of_its_benchmark(clu
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
         wait_finished(env, cells, 2, 300, "2 cells")
         check = (
-            "from evaluator.models import Campaign; from evaluator.replay import do_start_campaign_check; "
+            "from evaluator.records.models import Campaign; "
+            "from evaluator.execution.launching import do_start_campaign_check; "
             f"do_start_campaign_check(None, Campaign.objects.get(pk={campaign}), 2)"
         )
         manage(env, "shell", "-c", check)  # as the campaign page's "verify N cells" does

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from evaluator.models import Attempt
-from evaluator.queries import campaign_cells
+from evaluator.records.models import Attempt
+from evaluator.records.queries import campaign_cells
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_task_and_policy_are_searched_by_substring(admin_client, two_runs):
 
 
 def test_every_column_sorts_both_ways_and_an_unknown_one_is_a_400(admin_client, two_runs):
-    from evaluator.views import SORTS
+    from evaluator.web.views.attempts import SORTS
 
     short, long = two_runs
     by_steps = _ids(admin_client.get(reverse("evaluator:attempts"), {"sort": "steps"}).content.decode())
@@ -66,9 +66,9 @@ def test_compare_offers_a_list_of_campaigns_to_pick_from(admin_client, two_runs)
 
 def test_compare_marks_non_autonomous_pairs_and_keeps_them_out(admin_client, catalogs):
     # "marks non-autonomous pairs and keeps them out of the discordance count"
-    from evaluator.launching import do_launch_campaign, ensure_builtin_policies
-    from evaluator.models import Artifact
+    from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
     from evaluator.protocol.identity import configure
+    from evaluator.records.models import Artifact
 
     ensure_builtin_policies()
     a, b = (

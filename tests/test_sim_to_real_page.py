@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from evaluator.models import RealRobotRate
 from evaluator.protocol.sim_to_real import compare, reference
+from evaluator.records.models import RealRobotRate
 from tests.records import finish_cell, launch_full
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator.benchmarks import benchmark_verdict
+from evaluator.native.backends import benchmark_verdict
 from evaluator.policies.base import Policy, PolicyReply
 from evaluator.protocol.catalogs import load_catalog
 from tests.simple_humanoid import BEND_PICK, BETWEEN_TABLES, BETWEEN_TABLES_INSTRUCTION, FAUCET, INSTRUCTION, Forward

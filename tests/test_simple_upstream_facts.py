@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from evaluator.benchmarks import BACKENDS
+from evaluator.native.backends import BACKENDS
 from evaluator.policies.base import Policy, PolicyReply
 from tests.simple_humanoid import BEND_PICK, FAUCET, Forward
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from evaluator import models
+from evaluator.records import models
 from tests.servers.site import daphne_site
 
 

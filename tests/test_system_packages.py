@@ -123,4 +123,4 @@ def test_every_listed_program_is_installed_after_the_setup_script_ran():
 
 def test_doctor_needs_no_vulkaninfo():
     assert "vulkaninfo" not in programs_in_code()
-    assert not (ROOT / "evaluator" / "doctor.py").read_text().count("vulkaninfo")
+    assert not (ROOT / "evaluator" / "native" / "probes.py").read_text().count("vulkaninfo")

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, reverse
 
-from evaluator.roles import ROLES
+from evaluator.records.roles import ROLES
 
 MALFORMED_QUERY = (
     "a=x&b=-1&campaign=1e9&since=garbage&until=2020-13-45&page=abc&sort=zzz&format=xml&task=%00"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from environment.workers.wire import NativeError, _replies, chunk_steps, frame_parts
-from evaluator.benchmarks import worker_spec
-from evaluator.native import NativeWorker, WorkerFailure, WorkerSpec
+from evaluator.native.backends import worker_spec
+from evaluator.native.client import NativeWorker, WorkerFailure, WorkerSpec
 from evaluator.protocol.scoring import ErrorType
 
 SCRIPTED = Path(__file__).resolve().parent / "doubles" / "scripted_worker.py"

@@ -4,10 +4,10 @@ recovery", point 4: a ray-traced SimplerEnv step took 41 s on a 2-core CPU again
 
 import pytest
 
-from evaluator import benchmarks, worker_env
-from evaluator.benchmarks import worker_spec
+from evaluator.native import backends, environment
+from evaluator.native.backends import worker_spec
+from evaluator.native.environment import BadTimeoutSetting
 from evaluator.protocol.catalogs import load_catalog
-from evaluator.worker_env import BadTimeoutSetting
 
 SIMPLER = load_catalog("simpler_env")
 RASTER = SIMPLER.task("google_robot_pick_horizontal_coke_can").details
@@ -17,7 +17,7 @@ GPU = {"available": True, "reason": "", "devices": [{"name": "NVIDIA H200", "typ
 
 def test_fetch_keeps_its_own_limits_whatever_the_vulkan_device():
     spec = worker_spec("fetch", {})
-    assert dict(spec.timeouts) == benchmarks.BACKENDS["fetch"].timeouts
+    assert dict(spec.timeouts) == backends.BACKENDS["fetch"].timeouts
     assert spec.timeout_basis == "reference hardware"
 
 
@@ -32,7 +32,7 @@ def test_sapien_limits_are_scaled_on_lavapipe_and_recorded_with_the_reason():
 
 
 def test_on_a_gpu_the_reference_limits_hold(monkeypatch):
-    monkeypatch.setattr(worker_env, "vulkan_devices", lambda env=None: GPU)
+    monkeypatch.setattr(environment, "vulkan_devices", lambda env=None: GPU)
     assert worker_spec("simpler_env", RASTER).timeouts["step"] == 60.0
     assert worker_spec("simpler_env", RAY_TRACED).timeouts["step"] == 120.0
 

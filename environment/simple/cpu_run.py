@@ -6,7 +6,7 @@ environment/README.md ("SIMPLE on a CPU host"). Not run by CI; it installs nothi
 
 CHECKOUT is a SIMPLE checkout with its submodules third_party/gear_sonic and third_party/decoupled_wbc;
 SIMPLE_PYTHON an interpreter with SIMPLE's dependencies from PyPI. The worker runs as the evaluator runs it
-(evaluator.benchmarks' host entry, evaluator.native's client), with three things a CPU host needs on its
+(evaluator.native.backends' host entry, evaluator.native.client's client), with three things a CPU host needs on its
 PYTHONPATH and environment: the stand-ins for cuRobo and unitree_sdk2py (environment/simple/standins), the
 checkout's src/ and third_party/, and HF_HUB_OFFLINE=1 (SIMPLE downloads a missing asset from Hugging Face
 at run time; offline, that is an immediate error naming the file).
@@ -162,8 +162,8 @@ def synthetic_state(task: str) -> dict:
 
 def run_task(task_name: str, args, catalog, out: Path) -> bool:
     """One worker for one task; True when it got through every step asked of it."""
-    from evaluator.benchmarks import reset_options, worker_spec
-    from evaluator.native import NativeWorker, WorkerFailure
+    from evaluator.native.backends import reset_options, worker_spec
+    from evaluator.native.client import NativeWorker, WorkerFailure
 
     task = catalog.task(task_name)
     backend = task.details["backend"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.png import png_rgb
+from evaluator.native.png import png_rgb
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.scoring import ErrorType
 

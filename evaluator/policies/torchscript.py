@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evaluator.native import NativeWorker, WorkerFailure, WorkerSpec
+from evaluator.native.client import NativeWorker, WorkerFailure, WorkerSpec
 from evaluator.policies.base import (
     EpisodeStart,
     MailboxMessage,

@@ -96,7 +96,8 @@ class Aggregate:
         }
 
 
-def _aggregate(selected: int, outcomes: list[Outcome]) -> Aggregate:
+def aggregate_of(selected: int, outcomes: list[Outcome]) -> Aggregate:
+    """The counts of `outcomes` among `selected` cells, the cells without an outcome counted as selected."""
     counts = Counter(outcomes)
     return Aggregate(
         selected=selected,
@@ -127,12 +128,14 @@ def aggregate(cells: Iterable[CellResult]) -> Report:
     human = [c.outcome for c in cells if not c.autonomous and c.outcome is not None]
     tasks = list(dict.fromkeys(c.task for c in cells))
     return Report(
-        overall=_aggregate(len(cells), [c.outcome for c in autonomous]),
+        overall=aggregate_of(len(cells), [c.outcome for c in autonomous]),
         per_task={
-            task: _aggregate(sum(1 for c in cells if c.task == task), [c.outcome for c in autonomous if c.task == task])
+            task: aggregate_of(
+                sum(1 for c in cells if c.task == task), [c.outcome for c in autonomous if c.task == task]
+            )
             for task in tasks
         },
-        non_autonomous=_aggregate(len(human), human),
+        non_autonomous=aggregate_of(len(human), human),
     )
 
 

@@ -93,11 +93,12 @@ class Catalog:
         }
 
 
-def _frozen(value: Any) -> Any:
+def deep_frozen(value: Any) -> Any:
+    """A read-only copy of parsed JSON: dicts as mapping proxies, lists as tuples."""
     if isinstance(value, dict):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+        return MappingProxyType({k: deep_frozen(v) for k, v in value.items()})
     if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
+        return tuple(deep_frozen(v) for v in value)
     return value
 
 
@@ -160,7 +161,7 @@ def _build_simpler_env(doc: dict) -> dict:
         aliases[name] = Alias(
             name=name,
             env_id=_require(entry, "env_id", str, where),
-            kwargs=_frozen(_require(entry, "kwargs", dict, where)),
+            kwargs=deep_frozen(_require(entry, "kwargs", dict, where)),
             category=category,
             family=family,
         )
@@ -195,7 +196,7 @@ def _build_simpler_env(doc: dict) -> dict:
             rgb_shape=_shape(robot.get("rgb_shape"), robot_name),
             control_hz=_require(robot, "control_hz", (int, float), robot_name),
             controller=_require(robot, "controller", str, robot_name),
-            details=_frozen(details),
+            details=deep_frozen(details),
         )
     by_category = {c: tuple(a.name for a in aliases.values() if a.category == c) for c in categories}
     by_family = {f: tuple(t.name for t in tasks.values() if t.details["family"] == f) for f in families}
@@ -236,7 +237,7 @@ def _build_simple_humanoid(doc: dict) -> dict:
             rgb_shape=_shape(observation.get("rgb_shape"), "observation"),
             control_hz=control_hz,
             controller=_require(backend, "controller", str, backend_name),
-            details=_frozen(details),
+            details=deep_frozen(details),
         )
     scopes = {k: tuple(v) for k, v in _require(doc, "scopes", dict, "simple_humanoid").items()}
     for scope, members in scopes.items():
@@ -325,11 +326,11 @@ def load_catalog_file(path: Path) -> Catalog:
         title=_require(doc, "title", str, path.name),
         filename=path.name,
         sha256=hashlib.sha256(raw).hexdigest(),
-        upstream=_frozen(_require(doc, "upstream", dict, path.name)),
+        upstream=deep_frozen(_require(doc, "upstream", dict, path.name)),
         tasks=MappingProxyType(parts["tasks"]),
         aliases=MappingProxyType(parts["aliases"]),
-        groups=_frozen(parts["groups"]),
-        settings=_frozen(parts["settings"]),
+        groups=deep_frozen(parts["groups"]),
+        settings=deep_frozen(parts["settings"]),
     )
 
 

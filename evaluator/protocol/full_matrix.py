@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .catalogs import CATALOG_DIR, _frozen, plain
+from .catalogs import CATALOG_DIR, deep_frozen, plain
 from .errors import CatalogError
 from .identity import FULL_PROTOCOLS, ProtocolConfig, configure
 
@@ -118,7 +118,7 @@ def load_matrix(protocol: str) -> FullMatrix:
     if len(set(keys)) != len(keys):
         raise CatalogError(f"{MATRIX_FILE.name}: {protocol} has cells with the same dimensions")
     families = {f["family"]: {"title": f["title"], "heat_map": f["heat_map"]} for f in spec["families"]}
-    return FullMatrix(protocol, spec["title"], hashlib.sha256(raw).hexdigest(), cells, _frozen(families))
+    return FullMatrix(protocol, spec["title"], hashlib.sha256(raw).hexdigest(), cells, deep_frozen(families))
 
 
 def enumerate_cells(doc: dict, protocol: str) -> list[FullCell]:
@@ -193,8 +193,8 @@ def _cell(doc: dict, protocol: str, family: dict, combination, index: int) -> Fu
         group=next((group for _, _, group, _ in combination if group), ""),
         env_id=fields["env_id"],
         robot=fields["robot"],
-        build_kwargs=_frozen(build_kwargs),
-        reset_options=_frozen(reset_options),
+        build_kwargs=deep_frozen(build_kwargs),
+        reset_options=deep_frozen(reset_options),
         seed=doc["episode_seed"],
         horizon=fields["horizon"],
         scored=fields["scored"],

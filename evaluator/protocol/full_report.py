@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .aggregates import Aggregate, Rate, _aggregate
+from .aggregates import Aggregate, Rate, aggregate_of
 from .scoring import Outcome
 
 
@@ -57,7 +57,7 @@ def _group(cells: list[FullCellResult], key) -> dict[str, Aggregate]:
 
 def _of(cells: list[FullCellResult]) -> Aggregate:
     """Every selected cell counts; attempted ones by outcome (a human-intervened one is not the policy's)."""
-    return _aggregate(len(cells), [c.outcome for c in cells if c.outcome is not None and c.autonomous])
+    return aggregate_of(len(cells), [c.outcome for c in cells if c.outcome is not None and c.autonomous])
 
 
 def full_report(results: Iterable[FullCellResult]) -> FullReport:
@@ -71,7 +71,7 @@ def full_report(results: Iterable[FullCellResult]) -> FullReport:
         per_task=_group(scored, lambda c: c.task),
         per_variant={f: _group([c for c in scored if c.family == f], lambda c: c.variant) for f in families},
         unscored=_group([c for c in results if not c.scored], lambda c: c.family),
-        non_autonomous=_aggregate(len(human), human),
+        non_autonomous=aggregate_of(len(human), human),
     )
 
 

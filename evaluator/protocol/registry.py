@@ -3,7 +3,7 @@ versions, scopes, budget defaults), the native arrays each sensor track shows a 
 contract per interface version and the schema its catalog file is checked against.
 
 Adding a benchmark adds an entry here, its catalog file (and schema, in catalogs.py, if no existing
-one fits) and its host side in evaluator/benchmarks.py: environment/README.md has the checklist.
+one fits) and its host side in evaluator/native/backends.py: environment/README.md has the checklist.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from evaluator.catalog_sync import sync_catalog
-from evaluator.executor import queue_name
-from evaluator.launching import (
+from evaluator.execution.launching import (
     do_launch_campaign,
     do_launch_full_campaign,
     do_start_attempts,
@@ -15,14 +13,16 @@ from evaluator.launching import (
 from evaluator.management.commands.evaluate import ProgressBar
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
-from evaluator.models import Attempt
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import FULL_PROTOCOLS
 from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
-from evaluator.queries import campaign_cells, campaign_report
-from evaluator.running import do_run_attempt
+from evaluator.records.catalog_sync import sync_catalog
+from evaluator.records.models import Attempt
+from evaluator.records.queries import campaign_cells, campaign_report
+from evaluator.records.runners import queue_name
+from evaluator.running.recorder import do_run_attempt
 
 
 class Command(DatabaseCommand):

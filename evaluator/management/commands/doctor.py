@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from evaluator.benchmarks import host_report
-from evaluator.determinism import determinism_probe
+from evaluator.readiness.determinism import determinism_probe
+from evaluator.readiness.doctor import host_report
 
 
 class Command(BaseCommand):

@@ -4,14 +4,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from evaluator.catalog_sync import sync_catalog
-from evaluator.launching import do_launch_campaign, ensure_builtin_policies
+from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
-from evaluator.queries import attempt_record
-from evaluator.running import do_run_attempt
+from evaluator.records.catalog_sync import sync_catalog
+from evaluator.records.queries import attempt_record
+from evaluator.running.recorder import do_run_attempt
 
 
 class ProgressBar:

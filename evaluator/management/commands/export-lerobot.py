@@ -4,17 +4,17 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from evaluator.lerobot_export import write_lerobot_dataset
+from evaluator.exports.lerobot import write_lerobot_dataset
 from evaluator.management.database import DatabaseCommand
-from evaluator.models import Campaign
 from evaluator.protocol.errors import ProtocolError
+from evaluator.records.models import Campaign
 
 
 class Command(DatabaseCommand):
     help = (
         "Write a campaign's finished attempts as a LeRobot dataset (format v3.0: parquet data and episode "
         "metadata, the attempts' own mp4 videos, meta/info.json, stats.json, tasks.parquet) into a new folder. "
-        "Each episode keeps its protocol identity, outcome and autonomy (evaluator/lerobot_export.py)."
+        "Each episode keeps its protocol identity, outcome and autonomy (evaluator/exports/lerobot.py)."
     )
 
     def add_arguments(self, parser):

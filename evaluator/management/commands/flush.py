@@ -7,7 +7,7 @@ by the post_migrate signal that flush sends.
 
 from django.core.management.commands.flush import Command as FlushCommand
 
-from evaluator.triggers import create_triggers, drop_triggers
+from evaluator.records.triggers import create_triggers, drop_triggers
 
 
 class Command(FlushCommand):

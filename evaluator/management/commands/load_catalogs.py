@@ -1,10 +1,10 @@
 from django.core.management.base import CommandError
 
-from evaluator.catalog_sync import sync_all_catalogs
-from evaluator.launching import ensure_builtin_policies
+from evaluator.execution.launching import ensure_builtin_policies
 from evaluator.management.database import DatabaseCommand
-from evaluator.models import RecordImmutable
 from evaluator.protocol.errors import ProtocolError
+from evaluator.records.catalog_sync import sync_all_catalogs
+from evaluator.records.models import RecordImmutable
 
 
 class Command(DatabaseCommand):

@@ -1,5 +1,5 @@
+from evaluator.execution.media_probe import write_probe
 from evaluator.management.database import DatabaseCommand
-from evaluator.media_probe import write_probe
 
 
 class Command(DatabaseCommand):

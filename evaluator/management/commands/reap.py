@@ -1,8 +1,8 @@
 import json
 
-from evaluator.heartbeats import heartbeat_limit
 from evaluator.management.database import DatabaseCommand
-from evaluator.recovery import reap_lost_attempts
+from evaluator.running.heartbeats import heartbeat_limit
+from evaluator.running.recovery import reap_lost_attempts
 
 
 class Command(DatabaseCommand):

@@ -1,7 +1,7 @@
 import json
 
 from evaluator.management.database import DatabaseCommand
-from evaluator.recovery import recover
+from evaluator.running.recovery import recover
 
 
 class Command(DatabaseCommand):

@@ -2,10 +2,10 @@ import json
 
 from django.core.management.base import CommandError
 
+from evaluator.exports.replay import check_summary, do_create_campaign_check, do_create_replay, run_replay
 from evaluator.management.database import DatabaseCommand
-from evaluator.models import Attempt, Campaign, Replay
 from evaluator.protocol.errors import ProtocolError
-from evaluator.replay import check_summary, do_create_campaign_check, do_create_replay, run_replay
+from evaluator.records.models import Attempt, Campaign, Replay
 
 EXIT = {Replay.Verdict.IDENTICAL: 0, Replay.Verdict.DIVERGENT: 1}
 

@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import CommandError
 
 from evaluator.management.database import DatabaseCommand, check_password_strength
-from evaluator.roles import ROLES
+from evaluator.records.roles import ROLES
 
 
 class Command(DatabaseCommand):

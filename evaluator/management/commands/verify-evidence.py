@@ -3,8 +3,8 @@ import json
 from django.core.management.base import CommandError
 
 from evaluator.management.database import DatabaseCommand
-from evaluator.models import Attempt
-from evaluator.verification import INTACT, UNFINISHED, verify_attempt
+from evaluator.records.models import Attempt
+from evaluator.running.verification import INTACT, UNFINISHED, verify_attempt
 
 
 class Command(DatabaseCommand):

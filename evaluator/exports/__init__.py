@@ -1,0 +1,6 @@
+"""Evidence read back out: exact frames and byte ranges of stored files (media), LeRobot datasets (lerobot), and
+replays of attempts with campaign checks (replay).
+
+It may import readiness, running, records, native and the protocol core; starting a replay on the executor is
+execution's.
+"""

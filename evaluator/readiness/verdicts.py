@@ -1,0 +1,121 @@
+"""Whether the executor can run a benchmark, asked before a cell is created or started.
+
+The verdicts are `doctor`'s (evaluator/native/probes.py): real probes in subprocesses, so they take
+seconds. They are kept for RSI_READINESS_TTL_S (default 300 s) per benchmark and per worker
+setting, so that a changed environment (a built SAPIEN venv, another interpreter) is seen
+at the latest after that long, and at once after a restart. With the embedded default the
+executor is this host.
+
+With RSI_EXECUTOR=celery the executor is the workers: each checks the benchmarks of its queues as
+it starts (evaluator/execution/tasks.py) and answers the `rsi_readiness` inspect command. A benchmark is
+ready when a worker of its queue says so, refused with each worker's reason when all that serve it
+say no, and allowed with a note when no worker serves it now (its cells wait in the broker's queue
+until one starts). Those answers are kept RSI_WORKER_READINESS_TTL_S (default 30 s).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from evaluator.native.backends import benchmark_verdict
+from evaluator.protocol.errors import LaunchRefused
+from evaluator.records.runners import queue_name
+
+DEFAULT_TTL_S = 300.0
+# What a verdict depends on, besides the host itself.
+SETTINGS = ("RSI_FETCH_PYTHON", "MUJOCO_GL", "RSI_SAPIEN_PYTHON", "RSI_VULKAN_LAYER", "PYTHONPATH")
+
+
+@dataclass(frozen=True)
+class Readiness:
+    benchmark: str
+    ready: bool
+    reason: str
+    note: str = ""
+    checked_at: float = 0.0  # time.time()
+
+    def as_dict(self) -> dict:
+        return {"benchmark": self.benchmark, "ready": self.ready, "reason": self.reason, "note": self.note}
+
+
+_cache: dict[tuple, Readiness] = {}
+_lock = threading.Lock()
+
+
+def _ttl(name: str = "RSI_READINESS_TTL_S", default: float = DEFAULT_TTL_S) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+def readiness(benchmark: str) -> Readiness:
+    from django.conf import settings
+
+    if settings.RSI_EXECUTOR == "celery":
+        return _workers_readiness(benchmark)
+    return local_readiness(benchmark)
+
+
+def local_readiness(benchmark: str) -> Readiness:
+    """This host's verdict (doctor's checks), kept RSI_READINESS_TTL_S."""
+    key = (benchmark, *(os.environ.get(name, "") for name in SETTINGS))
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None and time.time() - cached.checked_at < _ttl():
+            return cached
+    verdict = benchmark_verdict(benchmark)
+    result = Readiness(benchmark, verdict["ready"], verdict["reason"], verdict.get("note", ""), time.time())
+    with _lock:
+        _cache[key] = result
+    return result
+
+
+_workers: tuple[float, dict] | None = None  # (when asked, {worker: {benchmark: verdict}})
+
+
+def workers_verdicts() -> dict[str, dict[str, dict]]:
+    """{worker name: {benchmark: verdict}} of the Celery workers that answer now, kept a short while.
+    Raises what the broker raises when it cannot be reached."""
+    global _workers
+    with _lock:
+        if _workers is not None and time.time() - _workers[0] < _ttl("RSI_WORKER_READINESS_TTL_S", 30.0):
+            return _workers[1]
+    from rsi_site.celery import app
+
+    replies = app.control.broadcast("rsi_readiness", reply=True, timeout=2)
+    answers = {name: answer for reply in replies for name, answer in reply.items()}
+    with _lock:
+        _workers = (time.time(), answers)
+    return answers
+
+
+def _workers_readiness(benchmark: str) -> Readiness:
+    try:
+        answers = workers_verdicts()
+    except Exception as exc:  # whatever the broker's client raises: nothing can be queued
+        return Readiness(benchmark, False, f"the Celery broker cannot be reached: {exc}"[:300])
+    verdicts = {name: found[benchmark] for name, found in answers.items() if benchmark in found}
+    ready = sorted(name for name, verdict in verdicts.items() if verdict["ready"])
+    if ready:
+        return Readiness(benchmark, True, f"ready on {', '.join(ready)}")
+    decided = {name: verdict for name, verdict in verdicts.items() if verdict["ready"] is False}
+    if decided:
+        reasons = "; ".join(f"{name}: {verdict['reason']}" for name, verdict in sorted(decided.items()))
+        return Readiness(benchmark, False, f"no worker of {queue_name(benchmark)} can run it ({reasons})")
+    reason = (
+        f"the workers of {queue_name(benchmark)} ({', '.join(sorted(verdicts))}) are still checking it"
+        if verdicts
+        else f"no Celery worker serves {queue_name(benchmark)} now"
+    )
+    return Readiness(benchmark, True, reason, note="its cells wait in the queue until a worker can take them")
+
+
+def check_ready(benchmark: str) -> None:
+    """Cells that nothing here can run are refused with the reason, before they are created or start."""
+    verdict = readiness(benchmark)
+    if not verdict.ready:
+        raise LaunchRefused(f"this executor cannot run {benchmark}: {verdict.reason}")

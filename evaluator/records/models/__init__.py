@@ -1,0 +1,35 @@
+"""The Django models of RSI, in three modules: what a campaign is planned from (plans), an attempt and what its
+run writes (attempts), and the records beside them (checks). Everything imports them from here, as Django loads
+them (evaluator/apps.py)."""
+
+from evaluator.records.models.attempts import Artifact, Attempt, AttemptRecord, Decision, Intervention, Step
+from evaluator.records.models.checks import CampaignCheck, MediaProbe, RealRobotRate, Replay
+from evaluator.records.models.plans import (
+    Benchmark,
+    Campaign,
+    FrozenWhenReferenced,
+    Policy,
+    ProtocolIdentity,
+    RecordImmutable,
+    Task,
+)
+
+__all__ = [
+    "Artifact",
+    "Attempt",
+    "AttemptRecord",
+    "Benchmark",
+    "Campaign",
+    "CampaignCheck",
+    "Decision",
+    "FrozenWhenReferenced",
+    "Intervention",
+    "MediaProbe",
+    "Policy",
+    "ProtocolIdentity",
+    "RealRobotRate",
+    "RecordImmutable",
+    "Replay",
+    "Step",
+    "Task",
+]

@@ -1,0 +1,256 @@
+"""What the pages and exports ask of the records: a campaign's cells, its aggregates, a comparison."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from django.db.models import Count, F, Sum
+
+from evaluator.protocol import sim_to_real
+from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
+from evaluator.protocol.full_matrix import FullMatrix, load_matrix
+from evaluator.protocol.full_report import FullCellResult, FullReport, HeatMap, full_report, heat_maps, variant_of
+from evaluator.protocol.scoring import Outcome
+from evaluator.protocol.sim_to_real import NotComparable, SimRealComparison, reference, reference_task
+from evaluator.records.models import (
+    Attempt,
+    Campaign,
+    RealRobotRate,
+)
+
+
+def campaign_cells(
+    campaign: Campaign, statuses: tuple[str, ...] = (), window: tuple[int, int] | None = None
+) -> list[Attempt]:
+    """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`;
+    only the [start, stop) slice of that order with `window`)."""
+    # Without the large JSON of each cell (provenance, a full matrix's cell): pages do not show them.
+    cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task").defer("provenance", "full_cell")
+    if statuses:
+        cells = cells.filter(status__in=statuses)
+    cells = cells.order_by("cell_index")
+    return list(cells[window[0] : window[1]] if window else cells)
+
+
+def _report(rows: Iterable[tuple[str, bool, str, bool]]) -> Report:
+    """Aggregates of (task name, finished, outcome, autonomous), one per original cell."""
+    return aggregate(
+        CellResult(task, Outcome(outcome) if finished else None, autonomous)
+        for task, finished, outcome, autonomous in rows
+    )
+
+
+def campaign_report(cells: list[Attempt]) -> Report:
+    return _report((a.task.name, a.is_finished, a.outcome, a.autonomous) for a in cells)
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """What a campaign's page says of all its cells, whichever of them it draws."""
+
+    report: Report
+    statuses: Counter  # original cells by status
+
+    @property
+    def total(self) -> int:
+        return sum(self.statuses.values())
+
+
+def campaign_summary(campaign: Campaign) -> CampaignSummary:
+    """One query over four columns of the original cells, however many there are (no model objects)."""
+    rows = campaign.attempts.filter(rerun_of__isnull=True).values_list("task__name", "status", "outcome", "autonomous")
+    finished = Attempt.Status.FINISHED
+    rows = [(task, status == finished, outcome, autonomous, status) for task, status, outcome, autonomous in rows]
+    return CampaignSummary(report=_report(row[:4] for row in rows), statuses=Counter(row[4] for row in rows))
+
+
+@dataclass(frozen=True)
+class FullCampaignView:
+    """What a full campaign's page shows, from one query over its cells (up to 1,992)."""
+
+    report: FullReport
+    maps: dict[str, list[HeatMap]]  # per family
+    task_report: Report
+    total: int
+    finished: int
+    pending: int
+    running: int
+    eta_s: float | None  # at the pace so far: mean duration of finished cells, over the cells running now
+
+
+def full_campaign_view(campaign: Campaign) -> FullCampaignView:
+    matrix = load_matrix(campaign.provenance["full_matrix"]["protocol"])
+    cells = campaign.attempts.filter(rerun_of__isnull=True).order_by("cell_index")
+    rows = list(cells.values_list("status", "outcome", "autonomous"))
+    results = [
+        FullCellResult(
+            family=family,
+            task=task,
+            variant=variant_of(dimensions),
+            dimensions=dimensions,
+            scored=scored,
+            outcome=Outcome(outcome) if status == Attempt.Status.FINISHED else None,
+            autonomous=autonomous,
+        )
+        for (status, outcome, autonomous), (family, task, dimensions, scored) in zip(
+            rows, _planned_cells(campaign, cells, matrix), strict=True
+        )
+    ]
+    maps = {}
+    for family in dict.fromkeys(r.family for r in results):
+        spec = matrix.families[family]["heat_map"]
+        maps[family] = heat_maps(results, family, spec["rows"], spec["columns"], spec.get("split"))
+    status = Counter(status for status, _, _ in rows)
+    remaining = len(rows) - status[Attempt.Status.FINISHED]
+    timed = cells.filter(started_at__isnull=False, finished_at__isnull=False)
+    pace = timed.aggregate(spent=Sum(F("finished_at") - F("started_at")), count=Count("pk"))
+    eta = None
+    if remaining and pace["count"]:
+        eta = pace["spent"].total_seconds() / pace["count"] * remaining / max(1, status[Attempt.Status.RUNNING])
+    return FullCampaignView(
+        report=full_report(results),
+        maps=maps,
+        task_report=aggregate(CellResult(r.task, r.outcome, r.autonomous) for r in results),
+        total=len(rows),
+        finished=status[Attempt.Status.FINISHED],
+        pending=status[Attempt.Status.PENDING],
+        running=status[Attempt.Status.RUNNING],
+        eta_s=eta,
+    )
+
+
+def _planned_cells(campaign: Campaign, cells, matrix: FullMatrix) -> list[tuple[str, str, dict, bool]]:
+    """Each cell's family, task, dimensions and scoring, in plan order. Taken from the matrix by index when the
+    campaign was planned from this very file (its checksum is in the identity): decoding 1,992 cells' JSON
+    from the records costs the page more than all the rest of its work."""
+    if campaign.provenance["full_matrix"]["sha256"] == matrix.sha256:
+        planned = (matrix.cells[index] for index in cells.values_list("full_cell__index", flat=True))
+        return [(c.family, c.task, dict(c.dimensions), c.scored) for c in planned]
+    recorded = cells.values_list("full_cell", flat=True)
+    return [(c["family"], c["task"], c["dimensions"], c["scored"]) for c in recorded]
+
+
+def compare_campaigns(a: list[Attempt], b: list[Attempt]) -> Comparison:
+    def outcomes(cells):
+        return {(c.task.name, c.seed): Outcome(c.outcome) if c.is_finished else None for c in cells}
+
+    human = {(c.task.name, c.seed) for c in [*a, *b] if not c.autonomous}
+    return compare(outcomes(a), outcomes(b), human)
+
+
+def attempt_record(attempt: Attempt) -> dict:
+    """The stored record of an attempt, as `manage.py evaluate --json` prints it."""
+    return {
+        "attempt": attempt.pk,
+        "protocol_id": attempt.campaign.protocol.protocol_id,
+        "benchmark": attempt.campaign.benchmark.name,
+        "task": attempt.task.name,
+        "seed": attempt.seed,
+        "policy": attempt.campaign.policy.name,
+        "status": attempt.status,
+        "outcome": attempt.outcome,
+        "error_type": attempt.error_type or None,
+        "success": attempt.success,
+        "success_ever": attempt.success_ever,
+        "environment_steps": attempt.environment_steps,
+        "action_decisions": attempt.action_decisions,
+        "policy_calls": attempt.policy_calls,
+        "rejected_calls": attempt.rejected_calls,
+        "termination_reason": attempt.termination_reason,
+        "first_success_step": attempt.first_success_step,
+        "first_success_decision": attempt.first_success_decision,
+        "success_at_H": attempt.success_at_h,
+        "success_at_2H": attempt.success_at_2h,
+        "autonomous": attempt.autonomous,
+        "accounting": attempt.accounting,
+        "budget": attempt.budget,
+        "artifacts": {a.path: a.kind for a in attempt.artifacts.all()},
+    }
+
+
+@dataclass(frozen=True)
+class SimToRealTask:
+    task: str
+    points: tuple[dict, ...]  # per policy with both rates: name, label, simulated, real, where each comes from
+    comparison: SimRealComparison | None
+    problem: str  # why there is no comparison
+
+
+REFERENCE = "ref:"  # the reference policies' names, apart from RSI's own policy names
+
+
+def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tuple[float, str]]]:
+    """{task: {policy name: (success over attempted scored cells, "campaign N")}} from each policy's newest
+    full campaign of that matrix; errors count as failures, human-intervened attempts do not count."""
+    rates: dict[str, dict[str, tuple[float, str]]] = {}
+    seen = set()
+    full = Campaign.objects.filter(mode=Campaign.Mode.FULL, provenance__full_matrix__protocol=protocol)
+    for campaign in full.select_related("policy").order_by("-created_at"):
+        if campaign.policy.name in seen:
+            continue
+        tally: dict[str, list[int]] = {}
+        rows = campaign.attempts.filter(rerun_of__isnull=True, status=Attempt.Status.FINISHED, autonomous=True)
+        for row in rows.filter(full_cell__scored=True).values("outcome", "full_cell__family", "full_cell__task"):
+            counts = tally.setdefault(reference_task(row["full_cell__family"], row["full_cell__task"]), [0, 0])
+            counts[0] += row["outcome"] == Outcome.SUCCESS.value
+            counts[1] += 1
+        if tally:
+            seen.add(campaign.policy.name)
+        for task, (successes, attempted) in tally.items():
+            rates.setdefault(task, {})[campaign.policy.name] = (successes / attempted, f"campaign {campaign.pk}")
+    return rates
+
+
+def sim_to_real_points(protocol: str = "visual_matching") -> dict[str, list[dict]]:
+    """Per sim-to-real task, every policy with both a simulated and a real rate: the reference policies'
+    published rates and RSI's policies' (simulated from their full campaigns, real as users entered them)."""
+    ref = reference()
+    simulated = simulated_rates(protocol)
+    real_entered: dict[str, dict[str, tuple[float, str]]] = {}
+    for entry in RealRobotRate.objects.select_related("policy"):
+        real_entered.setdefault(entry.task, {})[entry.policy.name] = (entry.rate, entry.source)
+    points = {}
+    for task in ref["real"]:
+        points[task] = [
+            {
+                "name": REFERENCE + name,
+                "label": ref["policies"].get(name, name),
+                "simulated": ref["simulated_visual_matching"][task][name],
+                "real": real,
+                "simulated_from": "published (SimplerEnv paper)",
+                "real_from": "published (SimplerEnv paper)",
+            }
+            for name, real in ref["real"][task].items()
+            if protocol == "visual_matching" and name in ref["simulated_visual_matching"].get(task, {})
+        ]
+        for name, (sim, where) in simulated.get(task, {}).items():
+            if name in real_entered.get(task, {}):
+                real, source = real_entered[task][name]
+                points[task].append(
+                    {
+                        "name": name,
+                        "label": name,
+                        "simulated": sim,
+                        "real": real,
+                        "simulated_from": where,
+                        "real_from": source,
+                    }
+                )
+    return points
+
+
+def sim_to_real_report(points: dict[str, list[dict]], chosen: Collection[str] | None = None) -> list[SimToRealTask]:
+    """Per task, Pearson's r and MMRV over the chosen policies (all when none are chosen)."""
+    report = []
+    for task, every in points.items():
+        selected = tuple(p for p in every if chosen is None or p["name"] in chosen)
+        try:
+            simulated_by, real_by = ({p["name"]: p[side] for p in selected} for side in ("simulated", "real"))
+            comparison = sim_to_real.compare(task, simulated_by, real_by)
+            problem = ""
+        except NotComparable as exc:
+            comparison, problem = None, str(exc)
+        report.append(SimToRealTask(task, selected, comparison, problem))
+    return report

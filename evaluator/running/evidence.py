@@ -1,0 +1,317 @@
+"""The evidence files of one attempt, written as the episode runs.
+
+messages/call-NNNN.png + .json   the exact policy-visible messages (lossless RGB, JSON rest)
+decisions.jsonl, steps.jsonl     every structured response, accepted chunk, executed prefix,
+                                 and per-step native success / terminated / truncated, with the
+                                 fingerprints and numeric arrays of the observation the step
+                                 returned (a first line, step 0, holds the reset observation's)
+video.mp4 + frames.json          H.264 (yuv420p, a keyframe every 25 frames, faststart) of the
+                                 reset frame and one frame per executed control, and its index
+                                 (written as a raw stream while the episode runs: see VideoWriter)
+native.log                       everything the native worker wrote on its stderr
+provenance.json, manifest.json   what ran, and the sha256 and size of every file
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import queue
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+from environment.workers.wire import jsonable
+from evaluator.native.client import NativeObservation
+from evaluator.native.fingerprints import fingerprint
+from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
+from evaluator.running.episode import DecisionRecord
+
+cv2.setNumThreads(1)  # one frame at a time on the encoder's thread: OpenCV's own threads would only add CPU
+
+GOP = 25
+RAW_VIDEO, RAW_INDEX = "video.h264", "video.h264.index.jsonl"  # while the episode runs
+SENT_SUFFIXES = {"application/json": ".json", "application/msgpack": ".msgpack"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactFile:
+    path: str  # relative to the media root
+    kind: str
+    sha256: str
+    size: int
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class VideoWriter:
+    """H.264 (yuv420p, a keyframe every GOP frames) written as a raw stream while the episode runs.
+
+    Each packet is on disk (flushed) as soon as x264 hands it out, with its frame, step and byte end
+    in an index beside it, so a process killed mid-episode leaves a playable prefix. No B-frames and
+    a one-frame lookahead keep at most two frames inside the encoder (a zero lookahead would turn off
+    macroblock-tree rate control and more than double the size).
+
+    x264's "veryfast" preset at CRF 18, with diamond motion search at subpixel level 1 and one x264
+    thread, fed YUV 4:2:0 converted by OpenCV (0.4 ms a frame where swscale takes 2.8-3.5): 0.61-0.69 of
+    the CPU of plain veryfast fed RGB with x264's own threads, for files 4-11% larger
+    (bench/video_encoder.py). The CPU matters more than the latency: the encoder shares the cores with
+    the simulator's renderer. A thread of its own encodes while the worker computes the next step
+    (bench/episode_overhead.py). At most QUEUED frames wait for it; a failure there is raised by the
+    next `add` or by `close`. `finish_video` turns the stream into video.mp4 (faststart) with exactly
+    the indexed frames.
+    """
+
+    QUEUED = 8
+
+    def __init__(self, root: Path, fps: float):
+        self.root = root
+        self.fps = Fraction(fps).limit_denominator(1000)
+        self.codec = None
+        self.stream = self.index = None
+        self.count = 0
+        self.steps: dict[int, int] = {}  # frame -> step, for the frames still inside the encoder
+        self._queue: queue.Queue = queue.Queue(maxsize=self.QUEUED)
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def add(self, rgb: np.ndarray, step: int) -> int:
+        self._raise_failure()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._encode_queued, name="rsi-video", daemon=True)
+            self._thread.start()
+        self._queue.put((rgb, step, self.count))
+        self.count += 1
+        return self.count - 1
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(f"the video encoder failed: {self._failure!r}") from self._failure
+
+    def _encode_queued(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._failure is None:
+                try:
+                    self._encode(*item)
+                except BaseException as exc:  # kept for the episode's thread, which raises it
+                    self._failure = exc
+        if self._failure is None and self.codec is not None:
+            try:
+                self._write(self.codec.encode(None))
+            except BaseException as exc:
+                self._failure = exc
+
+    def _encode(self, rgb: np.ndarray, step: int, number: int) -> None:
+        if self.codec is None:
+            self.codec = av.CodecContext.create("libx264", "w")
+            self.codec.height, self.codec.width = rgb.shape[:2]
+            self.codec.pix_fmt = "yuv420p"
+            self.codec.time_base = 1 / self.fps
+            self.codec.framerate = self.fps
+            self.codec.thread_count = 1  # x264's threads cost 1.2 ms of CPU a frame in synchronisation
+            self.codec.options = {
+                "x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0:bframes=0:rc-lookahead=1:"
+                "sync-lookahead=0:me=dia:subme=1",
+                "crf": "18",
+                "preset": "veryfast",
+            }
+            self.stream = (self.root / RAW_VIDEO).open("wb")
+            self.index = (self.root / RAW_INDEX).open("w")
+        # OpenCV's BT.601 limited-range conversion, what swscale would do for x264, in a ninth of the CPU.
+        i420 = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2YUV_I420)
+        frame = av.VideoFrame.from_ndarray(i420, format="yuv420p")
+        frame.pts = number
+        self.steps[number] = step
+        self._write(self.codec.encode(frame))
+
+    def _write(self, packets) -> None:
+        for packet in packets:  # in frame order: there are no B-frames
+            self.stream.write(bytes(packet))
+            self.stream.flush()
+            entry = {"frame": packet.pts, "step": self.steps.pop(packet.pts), "end": self.stream.tell()}
+            self.index.write(json.dumps(entry) + "\n")
+            self.index.flush()
+
+    def close(self) -> None:
+        """Every queued frame encoded and flushed, the files closed; the encoder's failure, if any, raised."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        for handle in (self.stream, self.index):
+            if handle is not None:
+                handle.close()
+        self.codec = self.stream = self.index = None
+        self._raise_failure()
+
+
+def finish_video(root: Path, fps: Fraction) -> list[dict]:
+    """video.mp4 from the raw stream and its index, up to the last frame written whole; the frame index."""
+    raw, index_path = root / RAW_VIDEO, root / RAW_INDEX
+    if not raw.exists():
+        return []
+    index = []
+    for line in index_path.read_text().splitlines() if index_path.exists() else []:
+        try:
+            index.append(json.loads(line))
+        except ValueError:
+            break  # a line torn by a killed process: the frames before it are whole
+    with raw.open("r+b") as handle:
+        handle.truncate(index[-1]["end"] if index else 0)
+    written = 0
+    if index:
+        mp4 = root / "video.mp4"
+        with (
+            av.open(str(raw), format="h264") as source,
+            av.open(str(mp4), mode="w", options={"movflags": "+faststart"}) as target,
+        ):
+            stream = target.add_stream_from_template(source.streams.video[0])
+            stream.time_base = 1 / fps
+            for packet in source.demux():
+                if packet.size == 0 or written == len(index):
+                    continue
+                packet.pts = packet.dts = written
+                packet.duration = 1
+                packet.time_base = 1 / fps
+                packet.stream = stream
+                target.mux(packet)
+                written += 1
+    raw.unlink()
+    index_path.unlink(missing_ok=True)
+    return [{"frame": f["frame"], "step": f["step"], "time": float(f["frame"] / fps)} for f in index[:written]]
+
+
+class EvidenceWriter:
+    def __init__(self, media_root: Path, relative_dir: str, fps: float, *, left_by_dead_process: bool = False):
+        self.media_root = media_root
+        self.relative_dir = relative_dir
+        self.root = media_root / relative_dir
+        self.video = VideoWriter(self.root, fps)
+        self.decisions = self.steps = None
+        if left_by_dead_process:
+            # Recovery: what the dead process wrote is finished as it is; nothing is added to it.
+            (self.root / "messages").mkdir(parents=True, exist_ok=True)
+            return
+        self.root.mkdir(parents=True, exist_ok=False)  # an attempt's evidence is never overwritten
+        (self.root / "messages").mkdir()
+        self.decisions = (self.root / "decisions.jsonl").open("w")
+        self.steps = (self.root / "steps.jsonl").open("w")
+        # Hashing a frame, encoding a message's PNG and writing steps.jsonl take milliseconds: one thread
+        # does them, in order, while the policy is called or the worker computes the next step.
+        self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rsi-evidence")
+        self._fingerprints: dict[int, Future[dict]] = {}
+        self._writes: list[Future] = []
+
+    @property
+    def native_log(self) -> Path:
+        return self.root / "native.log"
+
+    def frame(self, step: int, observation: NativeObservation) -> None:
+        if self.steps is not None:
+            self._fingerprints[step] = self._hashing.submit(observation_record, observation)
+            if step == 0:
+                reset = {"index": 0, "reset": True, "instruction": observation.instruction}
+                self._writes.append(self._hashing.submit(self._write_steps, [reset]))
+        self.video.add(observation.rgb, step)
+
+    def _write_steps(self, lines: list[dict]) -> None:
+        """On the evidence thread, after the hashing of these steps' frames (its tasks run in order)."""
+        for fields in lines:
+            fields.update(self._fingerprints.pop(fields["index"]).result())
+            self.steps.write(json.dumps(jsonable(fields)) + "\n")
+        self.steps.flush()
+
+    def start(self, start: EpisodeStart) -> None:
+        """What the policy is told once per episode (network transports repeat it in every request)."""
+        told = {**dataclasses.asdict(start), "sensors": list(start.sensors)}
+        (self.root / "messages" / "start.json").write_text(json.dumps(jsonable(told), indent=1))
+
+    def sent(self, call: int, requests: list[SentRequest]) -> None:
+        """Each request body of a call byte for byte, as the transport sent it."""
+        for number, request in enumerate(requests, start=1):
+            suffix = SENT_SUFFIXES.get(request.media_type, ".bin")
+            with (self.root / "messages" / f"call-{call:04d}.sent-{number}{suffix}").open("xb") as sent:
+                sent.writelines(request.parts)
+
+    def message(self, call: int, message: MailboxMessage) -> None:
+        stem = self.root / "messages" / f"call-{call:04d}"
+        # The same PNG bytes as a PNG transport sends (encoded once, whichever asks first).
+        self._writes.append(self._hashing.submit(lambda: stem.with_suffix(".png").write_bytes(message.png)))
+        visible = {
+            "token": message.token,
+            "instruction": message.instruction,
+            "rgb": {"png": stem.with_suffix(".png").name, "shape": list(message.rgb.shape), "dtype": "uint8"},
+            "sensors": jsonable(dict(message.sensors)),
+            "counters": dict(message.counters),
+            "feedback": message.feedback,
+        }
+        stem.with_suffix(".json").write_text(json.dumps(visible, indent=1))
+
+    def decision(self, record: DecisionRecord) -> None:
+        fields = {k: v for k, v in dataclasses.asdict(record).items() if k != "steps"}
+        self.decisions.write(json.dumps(fields) + "\n")
+        self.decisions.flush()
+        lines = [dataclasses.asdict(step) for step in record.steps]
+        self._writes.append(self._hashing.submit(self._write_steps, lines))
+
+    def close(self, provenance: dict, summary: dict) -> list[ArtifactFile]:
+        """Finish every file and write the manifest; whatever the outcome, evidence is kept."""
+        self.video.close()
+        if self.steps is not None:
+            self._hashing.shutdown()
+            for written in self._writes:
+                written.result()  # a steps line or message image that could not be written fails the close
+        for handle in (self.decisions, self.steps):
+            if handle is not None:
+                handle.close()
+        frames = finish_video(self.root, self.video.fps)
+        (self.root / "frames.json").write_text(json.dumps({"fps": float(self.video.fps), "gop": GOP, "frames": frames}))
+        (self.root / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
+        (self.root / "summary.json").write_text(json.dumps(summary, indent=1))
+        manifest = self.root / "manifest.json"  # a dead process may have written one already: listed once
+        files = [path for path in sorted(self.root.rglob("*")) if path.is_file() and path != manifest]
+        artifacts = [self._describe(path) for path in files]
+        manifest.write_text(json.dumps([dataclasses.asdict(a) for a in artifacts], indent=1))
+        return artifacts + [self._describe(manifest)]
+
+    def _describe(self, path: Path) -> ArtifactFile:
+        relative = path.relative_to(self.root)
+        kind = {
+            "video.mp4": "video",
+            "frames.json": "frame_index",
+            "decisions.jsonl": "decisions",
+            "steps.jsonl": "steps",
+            "provenance.json": "provenance",
+            "summary.json": "summary",
+            "manifest.json": "manifest",
+            "messages/start.json": "episode_start",
+            "native.log": "native_log",
+        }.get(str(relative), _message_kind(path))
+        return ArtifactFile(
+            path=str(path.relative_to(self.media_root)), kind=kind, sha256=sha256_of(path), size=path.stat().st_size
+        )
+
+
+def observation_record(observation: NativeObservation) -> dict:
+    """What steps.jsonl keeps of an observation: its fingerprints, and its numeric arrays (the frame is in
+    the video) for datasets made from the evidence (evaluator/exports/lerobot.py)."""
+    state = {name: array.tolist() for name, array in observation.arrays.items() if name != "rgb"}
+    return {**dataclasses.asdict(fingerprint(observation.rgb, observation.arrays)), "state": state}
+
+
+def _message_kind(path: Path) -> str:
+    if ".sent-" in path.name:
+        return "message_sent"
+    return "message_image" if path.suffix == ".png" else "message"

@@ -1,0 +1,71 @@
+"""Checking an attempt's evidence against what was recorded when it finished.
+
+Every stored file has an Artifact row with its size and sha256, and manifest.json lists the same.
+Sizes are cheap and checked on every review; hashes read every byte and are checked on demand
+(`manage.py verify-evidence`, the review page's "verify" link). A file that is missing, of another
+size or another hash, or a manifest that no longer matches the records, is reported by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+from evaluator.records.models import Attempt
+from evaluator.running.evidence import sha256_of
+
+INTACT, ALTERED, MISSING, UNFINISHED = "intact", "altered", "missing", "unfinished"
+
+
+@dataclass
+class Verification:
+    attempt: int
+    state: str = INTACT
+    hashed: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"attempt": self.attempt, "state": self.state, "hashed": self.hashed, "problems": self.problems}
+
+
+def verify_attempt(attempt: Attempt, hashes: bool = False) -> Verification:
+    report = Verification(attempt.pk, hashed=hashes)
+    if not attempt.is_finished:
+        report.state = UNFINISHED
+        return report
+    media = Path(settings.MEDIA_ROOT)
+    records = list(attempt.artifacts.all())
+    missing = altered = False
+    for record in records:
+        path = media / record.path
+        if not path.is_file():
+            missing = True
+            report.problems.append(f"{record.name}: missing")
+        elif path.stat().st_size != record.size:
+            altered = True
+            report.problems.append(f"{record.name}: {path.stat().st_size} bytes, recorded {record.size}")
+        elif hashes and record.kind != "manifest" and sha256_of(path) != record.sha256:
+            altered = True
+            report.problems.append(f"{record.name}: sha256 differs from the recorded one")
+    manifest = next((r for r in records if r.kind == "manifest"), None)
+    if manifest is None:
+        missing = True
+        report.problems.append("no manifest recorded")
+    elif (media / manifest.path).is_file():
+        listed = _manifest_entries(media / manifest.path)
+        recorded = {(r.path, r.sha256, r.size) for r in records if r.kind != "manifest"}
+        if listed != recorded:
+            altered = True
+            report.problems.append("manifest.json does not list the recorded files, sizes and hashes")
+    report.state = ALTERED if altered else MISSING if missing else INTACT
+    return report
+
+
+def _manifest_entries(path: Path) -> set | None:
+    try:
+        return {(e["path"], e["sha256"], e["size"]) for e in json.loads(path.read_text())}
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,297 @@
+"""Forms that turn input into domain values; the protocol core has the last word on combinations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+
+from evaluator.execution.launching import check_full_launch, full_plan, plan_problems, policy_record
+from evaluator.policies.specs import check_model_path, parse_policy_spec
+from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
+from evaluator.protocol.full_matrix import load_matrix
+from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.registry import PROTOCOLS
+from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
+from evaluator.records.models import Benchmark, Policy, Task
+
+BLANK = [("", "default")]
+
+
+def _optional_int(label: str, help_text: str) -> forms.IntegerField:
+    return forms.IntegerField(label=label, required=False, help_text=help_text)
+
+
+class LaunchForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="Optional; a name is made from the plan.")
+    benchmark = forms.ChoiceField()
+    tasks = forms.MultipleChoiceField(required=False, help_text="The chosen benchmark's tasks.")
+    all_tasks = forms.BooleanField(required=False, label="all tasks", help_text="Every task of the benchmark's scope.")
+    seed = forms.IntegerField(
+        label="base reset seed",
+        help_text="The first seed; a whole number in [0, 2**32).",
+        error_messages={"invalid": "the reset seed must be a whole number in [0, 2**32)"},
+    )
+    repeats = forms.IntegerField(
+        label="seeds per task",
+        required=False,
+        initial=1,
+        min_value=1,
+        max_value=MAX_SEEDS,
+        help_text="N consecutive seeds from the base seed (default 1): one cell per (task, seed).",
+    )
+    seed_list = forms.CharField(
+        label="or these seeds",
+        required=False,
+        max_length=20_000,
+        help_text="e.g. 0, 7, 42: replaces the base seed and N. Frozen into the plan.",
+    )
+    policy = forms.CharField(
+        max_length=500,
+        help_text="A registered name, or a spec: http://HOST:PORT/act, openpi+ws://HOST:PORT, torchscript:PATH, "
+        "openai+http://HOST:PORT/v1?model=NAME",
+    )
+    sensors = forms.ChoiceField(required=False, help_text="the chosen benchmark's sensor tracks; empty = its default")
+    interaction_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in INTERACTION_MODES], required=False)
+    action_rejection_feedback = forms.BooleanField(required=False, label="action-rejection feedback track")
+    budget_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in BUDGET_MODES], required=False)
+    horizon_multiplier = _optional_int("horizon multiplier", "1 (native) or 2 (extended); horizon mode only")
+    max_policy_calls = _optional_int("max policy calls (C or D)", "")
+    replan_interval = _optional_int("replan interval K", "the longest action prefix per decision")
+    runner_step_cap = _optional_int("runner step cap", "")
+    task_scope = forms.ChoiceField(required=False, help_text="the chosen benchmark's task scopes (SIMPLE: released-12)")
+    full = forms.ChoiceField(
+        label="native full matrix",
+        required=False,
+        choices=[
+            ("", "none: the chosen tasks x seeds"),
+            ("visual_matching", "Visual Matching (960 cells)"),
+            ("variant_aggregation", "Variant Aggregation (1,992 cells)"),
+        ],
+        help_text="SimplerEnv: upstream's whole matrix, cell by cell, instead of the tasks and seeds above.",
+    )
+    families = forms.MultipleChoiceField(
+        required=False, help_text="With a full matrix: only these families (default: all of them)."
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["benchmark"].choices = [(b.name, b.title) for b in Benchmark.objects.all()]
+        groups: dict[str, list] = {}
+        for task in Task.objects.filter(in_catalog=True).select_related("benchmark"):
+            groups.setdefault(task.benchmark.name, []).append((task.name, task.name))
+        # Grouped by benchmark: the page shows only the chosen benchmark's group.
+        self.fields["tasks"].choices = list(groups.items())
+        self.fields["tasks"].error_messages["invalid_choice"] = "unknown task %(value)s"
+        # Each benchmark's sensor tracks and task scopes, grouped like the tasks: one track or scope per campaign.
+        protocols = [PROTOCOLS[name] for name, _ in self.fields["benchmark"].choices if name in PROTOCOLS]
+        self.fields["sensors"].choices = BLANK + [(p.family.benchmark, _options(p.family.sensors)) for p in protocols]
+        self.fields["task_scope"].choices = BLANK + [(p.family.benchmark, _options(p.family.scopes)) for p in protocols]
+        for name, what in (("sensors", "sensor track"), ("task_scope", "task scope")):
+            self.fields[name].error_messages["invalid_choice"] = f"unknown {what} %(value)s"
+        families = {f: f for protocol in FULL_PROTOCOLS for f in load_matrix(protocol).family_counts()}
+        self.fields["families"].choices = list(families.items())
+
+    def clean_seed(self) -> int:
+        seed = self.cleaned_data["seed"]
+        if not 0 <= seed < 2**32:
+            raise forms.ValidationError(f"the reset seed must be in [0, 2**32), got {seed}")
+        return seed
+
+    def clean_policy(self) -> str:
+        value = self.cleaned_data["policy"].strip()
+        if not Policy.objects.filter(name=value).exists():
+            try:
+                check_model_path(value, Path(settings.RSI_MODEL_ROOT))
+                parse_policy_spec(value)
+            except ProtocolError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return value
+
+    def clean(self) -> dict:
+        """Every problem at once: each part is checked as far as the fields it needs are valid."""
+        data = super().clean()
+        problems: list[str] = []
+        config = self._config(data, problems)
+        seeds = self._seeds(data)
+        tasks = data.get("tasks") or []
+        if data.get("full"):
+            return self._clean_full(data, config, problems)
+        if config is not None and data.get("all_tasks"):
+            catalog = load_catalog(config.benchmark)
+            tasks = [name for name in catalog.tasks if _in_scope(catalog, config, name)]
+        data["tasks"] = tasks
+        if config is not None:
+            data["config"], data["budgets"] = config, _budgets(config, tasks)
+            # check_launch's checks: the seeds' as a field (above), the rest here.
+            if seeds is not None:
+                catalog = load_catalog(config.benchmark)
+                for check in (catalog.check_seeds, lambda seeds: check_cell_count(len(tasks), len(seeds))):
+                    try:
+                        check(seeds)
+                    except ProtocolError as exc:
+                        problems.append(str(exc))
+            if "policy" in data:
+                problems += map(str, plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config))
+        for problem in dict.fromkeys(problems):
+            self.add_error(None, problem)
+        data["seeds"] = seeds
+        return data
+
+    def _clean_full(self, data: dict, config: ProtocolConfig | None, problems: list[str]) -> dict:
+        """A full matrix: its cells replace the tasks and seeds; Create runs the same checks (check_full_launch)."""
+        if config is not None and "policy" in data:
+            try:
+                matrix, cells = check_full_launch(data["full"], data["families"], policy_record(data["policy"]), config)
+            except (LaunchRefused, ProtocolError) as exc:
+                problems += getattr(exc, "problems", None) or [str(exc)]
+            else:
+                data["tasks"] = list(dict.fromkeys(cell.task for cell in cells))
+                data["seeds"] = (cells[0].seed,)
+                data["config"], data["budgets"] = config, _budgets(config, data["tasks"])
+                data["full_plan"] = {"matrix": matrix.title, **full_plan(cells)}
+        for problem in dict.fromkeys(problems):
+            self.add_error(None, problem)
+        return data
+
+    def _config(self, data: dict, problems: list[str]) -> ProtocolConfig | None:
+        if any(name in self.errors for name in CONFIG_FIELDS) or "benchmark" not in data:
+            return None
+        full = {}
+        if data.get("full"):
+            full = {"full_protocol": data["full"], "matrix_sha": load_matrix(data["full"]).sha256[:12]}
+        try:
+            return configure(
+                data["benchmark"],
+                **full,
+                sensors=data["sensors"] or None,
+                interaction_mode=data["interaction_mode"] or None,
+                action_rejection_feedback=data["action_rejection_feedback"],
+                budget_mode=data["budget_mode"] or None,
+                horizon_multiplier=data["horizon_multiplier"],
+                max_policy_calls=data["max_policy_calls"],
+                replan_interval=data["replan_interval"],
+                runner_step_cap=data["runner_step_cap"],
+                task_scope=data["task_scope"] or None,
+            )
+        except ProtocolError as exc:
+            problems.append(str(exc))
+            return None
+
+    def _seeds(self, data: dict) -> tuple[int, ...] | None:
+        try:
+            if data.get("seed_list", "").strip():
+                return parse_seed_list(data["seed_list"])
+            if "seed" in data and "repeats" in data:
+                return consecutive_seeds(data["seed"], data["repeats"] or 1)
+        except ProtocolError as exc:
+            self.add_error("seed_list" if data.get("seed_list", "").strip() else "repeats", str(exc))
+        return None
+
+
+CONFIG_FIELDS = (
+    "benchmark",
+    "sensors",
+    "interaction_mode",
+    "action_rejection_feedback",
+    "budget_mode",
+    "horizon_multiplier",
+    "max_policy_calls",
+    "replan_interval",
+    "runner_step_cap",
+    "task_scope",
+    "full",
+)
+
+
+def _in_scope(catalog, config: ProtocolConfig, name: str) -> bool:
+    try:
+        catalog.task_in_scope(config, name)
+    except ProtocolError:
+        return False
+    return True
+
+
+def _budgets(config: ProtocolConfig, tasks: list[str]) -> list[tuple]:
+    """Per task in scope: its budget, the full-chunk calls to reach its horizon, whether it can."""
+    catalog = load_catalog(config.benchmark)
+    rows = []
+    for name in tasks:
+        if name in catalog.tasks and _in_scope(catalog, config, name):
+            budget = resolve_budget(config, catalog.tasks[name].native_horizon)
+            calls = full_chunk_calls(budget.evaluation_horizon, budget.replan_interval)
+            rows.append((name, budget, calls, budget.reaches(budget.evaluation_horizon)))
+    return rows
+
+
+def _options(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(value, value) for value in values]
+
+
+class RealRateForm(forms.Form):
+    """A real-robot success rate of an evaluated policy on one sim-to-real task."""
+
+    policy = forms.ModelChoiceField(queryset=Policy.objects.order_by("name"), to_field_name="name")
+    task = forms.ChoiceField()
+    rate = forms.FloatField(min_value=0, max_value=1, help_text="Success rate on the real robot, in [0, 1].")
+    trials = forms.IntegerField(min_value=1, max_value=100_000, required=False, help_text="Real episodes, if known.")
+    source = forms.CharField(max_length=500, help_text="Where the number comes from (a paper, a lab log).")
+
+    def __init__(self, *args, **kwargs):
+        from evaluator.protocol.sim_to_real import tasks
+
+        super().__init__(*args, **kwargs)
+        self.fields["task"].choices = [(t, t) for t in tasks()]
+
+
+class SimToRealSelectionForm(forms.Form):
+    """Which policies the sim-to-real metrics are computed over (a query string: ?policy=a&policy=b);
+    none chosen means all of them."""
+
+    policy = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, policies: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].choices = policies
+        self.fields["policy"].initial = [name for name, _ in policies]
+
+
+RATE_COLUMNS = ["policy", "task", "rate", "trials", "source"]
+MAX_UPLOAD_BYTES = 1_000_000
+
+
+class RealRatesUploadForm(forms.Form):
+    """Several real-robot rates at once: a CSV file with the header policy,task,rate,trials,source. Every row
+    is checked as the one-rate form checks it; one bad row refuses the whole file, naming each bad row."""
+
+    file = forms.FileField(help_text="CSV: policy,task,rate,trials,source (trials may be empty); at most 1 MB.")
+
+    def clean_file(self) -> list[dict]:
+        import csv
+        import io
+
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"the file has {upload.size} bytes; at most {MAX_UPLOAD_BYTES}")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("the file is not UTF-8 text") from None
+        reader = csv.DictReader(io.StringIO(text))
+        if reader.fieldnames != RATE_COLUMNS:
+            raise forms.ValidationError(f"the header must be {','.join(RATE_COLUMNS)}, got {reader.fieldnames}")
+        rows, errors = [], []
+        for number, row in enumerate(reader, start=2):  # line 1 is the header
+            form = RealRateForm(row)
+            if form.is_valid():
+                rows.append(form.cleaned_data)
+            else:
+                errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
+        if errors:
+            raise forms.ValidationError(errors[:50])
+        if not rows:
+            raise forms.ValidationError("the file has no rates")
+        return rows

@@ -1,0 +1,223 @@
+"""The attempts page: search, sort and filter every attempt; export a search or a campaign's cells as CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
+from django.core.paginator import Paginator
+from django.db.models import DurationField, ExpressionWrapper, F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from evaluator.records.models import Attempt, Benchmark, Campaign
+from evaluator.records.queries import (
+    campaign_cells,
+    campaign_report,
+)
+from evaluator.web.access import require
+from evaluator.web.views.common import PAGE_SIZE, id_param
+
+SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
+
+
+# Column name in the query string (?sort=steps, ?sort=-steps) -> what it orders by.
+SORTS = {
+    "id": "pk",
+    "campaign": "campaign_id",
+    "task": "task__name",
+    "policy": "campaign__policy__name",
+    "protocol": "campaign__protocol__protocol_id",
+    "seed": "seed",
+    "status": "status",
+    "outcome": "outcome",
+    "error": "error_type",
+    "steps": "environment_steps",
+    "calls": "policy_calls",
+    "duration": "duration",
+    "autonomous": "autonomous",
+    "created": "created_at",
+}
+
+
+def _search(request: HttpRequest):
+    params = {k: request.GET.get(k, "").strip() for k in SEARCH_FIELDS}
+    queryset = Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol").annotate(
+        duration=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
+    )
+    lookups = {
+        "benchmark": "task__benchmark__name",
+        "task": "task__name__icontains",
+        "policy": "campaign__policy__name__icontains",
+        "protocol": "campaign__protocol__protocol_id",
+        "outcome": "outcome",
+        "error_type": "error_type",
+        "since": "created_at__date__gte",
+        "until": "created_at__date__lte",
+    }
+    for key in ("since", "until"):
+        if params[key]:
+            try:
+                datetime.date.fromisoformat(params[key])
+            except ValueError:
+                raise BadRequest(f"{key} must be a date, YYYY-MM-DD") from None
+    for key, lookup in lookups.items():
+        if params[key]:
+            queryset = queryset.filter(**{lookup: params[key]})
+    if params["autonomous"] in ("yes", "no"):
+        queryset = queryset.filter(autonomous=params["autonomous"] == "yes")
+    campaign_id = id_param(request, "campaign")
+    if campaign_id is not None:
+        queryset = queryset.filter(campaign_id=campaign_id)
+    sort = request.GET.get("sort", "-created").strip()
+    if sort.removeprefix("-") not in SORTS:
+        raise BadRequest(f"sort must be one of {', '.join(SORTS)}, with - in front for descending")
+    field = F(SORTS[sort.removeprefix("-")])
+    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
+    return params, queryset.order_by(order, "-pk"), sort
+
+
+COLUMN_TITLES = {"id": "#", "error": "error", "calls": "calls", "created": "created"}
+
+
+def _without(request: HttpRequest, *keys: str) -> str:
+    """The query string without `keys` (to add them again)."""
+    query = request.GET.copy()
+    for key in keys:
+        query.pop(key, None)
+    return query.urlencode()
+
+
+EXPORT_COLUMNS = (
+    "attempt",
+    "campaign",
+    "benchmark",
+    "task",
+    "protocol_id",
+    "policy",
+    "policy_identity",
+    "seed",
+    "rerun_of",
+    "status",
+    "outcome",
+    "error_type",
+    "success",
+    "success_ever",
+    "environment_steps",
+    "action_decisions",
+    "policy_calls",
+    "rejected_calls",
+    "termination_reason",
+    "first_success_step",
+    "first_success_decision",
+    "success_at_H",
+    "success_at_2H",
+    "autonomous",
+    "created_at",
+    "finished_at",
+)
+
+
+def _export_row(a: Attempt) -> dict:
+    return {
+        "attempt": a.pk,
+        "campaign": a.campaign_id,
+        "benchmark": a.task.benchmark.name,
+        "task": a.task.name,
+        "protocol_id": a.campaign.protocol.protocol_id,
+        "policy": a.campaign.policy.name,
+        "policy_identity": a.policy_identity,
+        "seed": a.seed,
+        "rerun_of": a.rerun_of_id,
+        "status": a.status,
+        "outcome": a.outcome,
+        "error_type": a.error_type,
+        "success": a.success,
+        "success_ever": a.success_ever,
+        "environment_steps": a.environment_steps,
+        "action_decisions": a.action_decisions,
+        "policy_calls": a.policy_calls,
+        "rejected_calls": a.rejected_calls,
+        "termination_reason": a.termination_reason,
+        "first_success_step": a.first_success_step,
+        "first_success_decision": a.first_success_decision,
+        "success_at_H": a.success_at_h,
+        "success_at_2H": a.success_at_2h,
+        "autonomous": a.autonomous,
+        "created_at": a.created_at.isoformat(),
+        "finished_at": a.finished_at.isoformat() if a.finished_at else None,
+    }
+
+
+def _export(queryset, fmt: str, stem: str) -> HttpResponse:
+    rows = [_export_row(a) for a in queryset.iterator(chunk_size=500)]
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    else:
+        response = HttpResponse(json.dumps({"attempts": rows}, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+    return response
+
+
+@login_required
+def attempts(request: HttpRequest) -> HttpResponse:
+    require(request, "view_attempt")
+    params, queryset, sort = _search(request)
+    fmt = request.GET.get("format")
+    if fmt in ("json", "csv"):
+        return _export(queryset, fmt, "rsi-attempts")
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "evaluator/attempts.html",
+        {
+            "page": page,
+            "params": params,
+            "query": _without(request, "page", "format"),
+            "unsorted": _without(request, "sort", "page", "format"),
+            "sort": sort,
+            "columns": [(key, COLUMN_TITLES.get(key, key)) for key in SORTS],
+            "benchmarks": Benchmark.objects.values_list("name", flat=True),
+            "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
+            "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
+        },
+    )
+
+
+@login_required
+def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
+    require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    queryset = (
+        Attempt.objects.filter(campaign=campaign)
+        .select_related("task__benchmark", "campaign__policy", "campaign__protocol")
+        .order_by("cell_index", "created_at")
+    )
+    if fmt == "json":
+        report = campaign_report(campaign_cells(campaign)).as_dict()
+        rows = [_export_row(a) for a in queryset]
+        body = {
+            "campaign": campaign.pk,
+            "protocol_id": campaign.protocol.protocol_id,
+            "plan": {
+                "tasks": campaign.task_names,
+                "seeds": campaign.seeds,
+                "policy": campaign.policy.name,
+                "protocol_config": campaign.protocol_config,
+                "mode": campaign.mode,
+            },
+            "aggregates": report,
+            "attempts": rows,
+        }
+        response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="rsi-campaign-{campaign.pk}.json"'
+        return response
+    return _export(queryset, "csv", f"rsi-campaign-{campaign.pk}")

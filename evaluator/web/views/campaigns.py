@@ -1,0 +1,289 @@
+"""The campaign pages: the benchmarks, the campaign list, launching, one campaign's cells, and starting, verifying
+and exporting them. Every view checks its permission; forms carry CSRF."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from evaluator.execution.launching import (
+    do_launch_campaign,
+    do_launch_full_campaign,
+    do_start_attempts,
+    do_start_campaign_check,
+)
+from evaluator.exports.lerobot import ExportRefused, write_lerobot_dataset
+from evaluator.exports.replay import MAX_CHECK_CELLS, check_summary
+from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.identity import configure
+from evaluator.protocol.registry import PROTOCOLS
+from evaluator.readiness.verdicts import Readiness, readiness
+from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
+from evaluator.records.queries import (
+    campaign_cells,
+    campaign_summary,
+    full_campaign_view,
+)
+from evaluator.web.access import require
+from evaluator.web.forms import LaunchForm
+from evaluator.web.views.common import PAGE_SIZE
+
+CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
+
+
+@login_required
+def benchmarks(request: HttpRequest) -> HttpResponse:
+    require(request, "view_campaign")
+    rows = [
+        {
+            "benchmark": b,
+            "readiness": readiness(b.name),
+            "default_protocol": configure(b.name).protocol_id if b.name in PROTOCOLS else None,
+            "tasks": [t for t in b.tasks.all() if t.in_catalog],
+        }
+        for b in Benchmark.objects.prefetch_related("tasks")
+    ]
+    return render(request, "evaluator/benchmarks.html", {"rows": rows})
+
+
+@login_required
+def campaigns(request: HttpRequest) -> HttpResponse:
+    require(request, "view_campaign")
+    filters = {k: request.GET.get(k, "") for k in ("benchmark", "policy", "protocol")}
+    queryset = (
+        Campaign.objects.select_related("benchmark", "policy", "protocol")
+        .order_by("-created_at", "-pk")
+        .annotate(
+            cells=Count("attempts", filter=Q(attempts__rerun_of__isnull=True)),
+            finished=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="finished")),
+            successes=Count(
+                "attempts",
+                filter=Q(attempts__rerun_of__isnull=True, attempts__outcome="success", attempts__autonomous=True),
+            ),
+        )
+    )
+    if filters["benchmark"]:
+        queryset = queryset.filter(benchmark__name=filters["benchmark"])
+    if filters["policy"]:
+        queryset = queryset.filter(policy__name=filters["policy"])
+    if filters["protocol"]:
+        queryset = queryset.filter(protocol__protocol_id=filters["protocol"])
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "evaluator/campaigns.html",
+        {
+            "page": page,
+            "filters": filters,
+            "benchmarks": Benchmark.objects.values_list("name", flat=True),
+            "policies": Policy.objects.values_list("name", flat=True),
+            "can_launch": request.user.has_perm("evaluator.launch_campaign"),
+        },
+    )
+
+
+@login_required
+def launch(request: HttpRequest) -> HttpResponse:
+    require(request, "launch_campaign")
+    form = LaunchForm(request.POST or None, initial={"seed": 0, "policy": "noop"})
+    preview = None
+    # The form runs every check Create runs (check_launch), so the preview refuses what Create refuses.
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if "create" in request.POST:
+            try:
+                campaign = _create(request, data)
+            except ProtocolError as exc:
+                for problem in getattr(exc, "problems", [str(exc)]):
+                    form.add_error(None, problem)
+            else:
+                cells = campaign.attempts.count()
+                messages.success(request, f"Campaign {campaign.pk} created with {cells} pending cells.")
+                return redirect("evaluator:campaign", campaign.pk)
+        if form.is_valid():
+            preview = {
+                "config": data["config"],
+                "budgets": data["budgets"],
+                "seeds": data["seeds"],
+                "cells": len(data["tasks"]) * len(data["seeds"]),
+                "full": data.get("full_plan"),
+            }
+    return render(
+        request,
+        "evaluator/launch.html",
+        {"form": form, "preview": preview, "readiness": _readiness_rows()},
+    )
+
+
+def _create(request: HttpRequest, data: dict) -> Campaign:
+    if data.get("full"):
+        return do_launch_full_campaign(
+            name=data["name"] or data["full_plan"]["matrix"],
+            protocol=data["full"],
+            policy=data["policy"],
+            config=data["config"],
+            families=data["families"],
+            user=request.user,
+        )
+    return do_launch_campaign(
+        name=data["name"] or _plan_name(data),
+        benchmark=data["benchmark"],
+        task_names=data["tasks"],
+        seeds=data["seeds"],
+        policy=data["policy"],
+        config=data["config"],
+        user=request.user,
+    )
+
+
+def _plan_name(data: dict) -> str:
+    seeds = data["seeds"]
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds from {seeds[0]}"
+    tasks = data["tasks"]
+    task_text = ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks"
+    return f"{data['benchmark']}: {task_text} ({seed_text})"
+
+
+def _readiness_rows() -> list[Readiness]:
+    return [readiness(name) for name in Benchmark.objects.order_by("name").values_list("name", flat=True)]
+
+
+@login_required
+def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
+    full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
+    pending_reruns = sum(1 for r in reruns if r.status == "pending")
+    if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
+        cells, page = campaign_cells(campaign, statuses=("queued", "running")), None
+        report, total, finished = full.task_report, full.total, full.finished
+        pending, active = full.pending + pending_reruns, full.running > 0
+    else:  # the aggregates count every cell; the grid draws one page of them
+        summary = campaign_summary(campaign)
+        page = _cell_page(request, summary.total)
+        cells = campaign_cells(campaign, window=(page.start, page.stop))
+        report, total, finished = summary.report, summary.total, summary.statuses["finished"]
+        pending = summary.statuses["pending"] + pending_reruns
+        active = bool(summary.statuses["queued"] or summary.statuses["running"])
+    with_video = set(
+        Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
+    )
+    for cell in cells:
+        cell.has_video = cell.pk in with_video
+        cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
+    return render(
+        request,
+        "evaluator/campaign.html",
+        {
+            "full": full,
+            "campaign": campaign,
+            "cells": cells,
+            "page": page,
+            "total": total,
+            "finished": finished,
+            "pending_count": pending,
+            "reruns": reruns,
+            "report": report,
+            "per_task": list(report.per_task.items()),
+            "active": active or any(r.status in ("queued", "running") for r in reruns),
+            "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "check": _latest_check(campaign),
+            "max_check_cells": MAX_CHECK_CELLS,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class CellPage:
+    number: int
+    count: int
+    start: int
+    stop: int  # the cells [start, stop) in plan order
+
+
+def _cell_page(request: HttpRequest, total: int) -> CellPage:
+    """?page=N of a campaign's grid, CELLS_PER_PAGE cells a page; any other value is a 404 that says why."""
+    count = max(1, -(-total // CELLS_PER_PAGE))
+    raw = request.GET.get("page", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= count:
+        raise Http404(f"no page {raw[:20]!r} of cells: pages 1 to {count}")
+    number = int(raw)
+    start = (number - 1) * CELLS_PER_PAGE
+    return CellPage(number, count, start, min(total, start + CELLS_PER_PAGE))
+
+
+def _latest_check(campaign: Campaign) -> dict | None:
+    check = campaign.checks.first()
+    return check_summary(check) if check else None
+
+
+@login_required
+@require_POST
+def verify_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Operators: replay N finished cells picked at random; the share reproduced shows beside the aggregates."""
+    require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark"), pk=campaign_id)
+    try:
+        cells = int(request.POST.get("cells", ""))
+    except ValueError:
+        messages.error(request, "cells must be a whole number")
+        return redirect("evaluator:campaign", campaign_id)
+    try:
+        check = do_start_campaign_check(request.user, campaign, cells)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Check {check.pk}: replaying {check.cells} cells picked at random.")
+    return redirect("evaluator:campaign", campaign_id)
+
+
+@login_required
+def lerobot_download(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The campaign's finished attempts as a LeRobot dataset, zipped (evaluator/exports/lerobot.py)."""
+    require(request, "view_campaign")
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "protocol", "policy"), pk=campaign_id)
+    with tempfile.TemporaryDirectory(prefix="rsi-lerobot-") as folder:
+        name = f"rsi-campaign-{campaign.pk}-lerobot"
+        try:
+            write_lerobot_dataset(campaign, Path(folder) / name)
+        except ExportRefused as exc:
+            messages.error(request, str(exc))
+            return redirect("evaluator:campaign", campaign_id)
+        archive = Path(shutil.make_archive(str(Path(folder) / name), "zip", folder, name))
+        handle = archive.open("rb")  # stays readable after the folder is removed
+    return FileResponse(handle, as_attachment=True, filename=archive.name, content_type="application/zip")
+
+
+@login_required
+@require_POST
+def start_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    return _start(request, list(campaign.attempts.filter(status="pending")), campaign_id)
+
+
+@login_required
+@require_POST
+def start_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    attempt = get_object_or_404(Attempt, pk=attempt_id)
+    return _start(request, [attempt], attempt.campaign_id)
+
+
+def _start(request: HttpRequest, attempts: list[Attempt], campaign_id: int) -> HttpResponse:
+    try:
+        queued = do_start_attempts(request.user, attempts)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Started {len(queued)} cell(s).")
+    return redirect("evaluator:campaign", campaign_id)

@@ -1,0 +1,31 @@
+"""Watching a running attempt (its pictures and events arrive over the live socket: evaluator/live/consumers.py)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from evaluator.web.access import require, viewable_attempt
+from evaluator.web.views.common import action_groups, attempt_contract
+
+
+@login_required
+def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    require(request, "watch_attempt")
+    attempt = viewable_attempt(request, attempt_id)
+    if attempt.is_finished:
+        messages.info(request, f"Attempt {attempt.pk} has finished: this is its review.")
+        return redirect("evaluator:review", attempt.pk)
+    contract = attempt_contract(attempt)
+    return render(
+        request,
+        "evaluator/live.html",
+        {
+            "attempt": attempt,
+            "contract": contract.describe(),
+            "action_groups": action_groups(contract),
+            "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
+        },
+    )
