@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 import django; django.setup()
 from evaluator.records.catalog_sync import sync_all_catalogs
-from evaluator.records.models import Artifact, Attempt, Campaign, Decision, Policy, ProtocolIdentity, Task
+from evaluator.records.models import Artifact, Attempt, Campaign, Decision, Policy, ProtocolIdentity, Step, Task
 from evaluator.protocol.identity import configure
 sync_all_catalogs()
 config = configure("simpler_env")
@@ -29,7 +29,10 @@ campaign = Campaign.objects.create(name="c", benchmark=task.benchmark, task_name
 for index, status in enumerate(["finished", "running"]):
     attempt = Attempt.objects.create(campaign=campaign, task=task, cell_index=index, seed=1,
                                      policy_identity=policy.identity, budget={})
-    Decision.objects.create(attempt=attempt, index=1, kind="actions", observation_step=0, instruction="i", response={})
+    decision = Decision.objects.create(attempt=attempt, index=1, kind="actions", observation_step=0, instruction="i",
+                                       response={})
+    Step.objects.create(attempt=attempt, index=1, decision=decision, action=[0.0], native_success=False,
+                        terminated=False, truncated=False, instruction="i")
     Artifact.objects.create(attempt=attempt, kind="manifest", path=f"attempts/{index}/manifest.json", sha256="0" * 64,
                             size=2)
     attempt.status = status
@@ -106,3 +109,46 @@ def test_postgres_refuses_an_upsert_over_a_finished_attempt(database):
             "ON CONFLICT (id) DO UPDATE SET executed = 7",
             [decision],
         )
+
+
+# Hostile input, third round, 2: "PostgreSQL `TRUNCATE evaluator_step CASCADE` is accepted (row triggers do not fire
+# on TRUNCATE): a finished attempt lost all its steps. Statement-level TRUNCATE triggers on every protected table."
+TRUNCATED = ["evaluator_step", "evaluator_decision", "evaluator_artifact", "evaluator_attempt", "evaluator_task",
+             "evaluator_policy", "evaluator_protocolidentity", "evaluator_campaign", "evaluator_benchmark"]  # fmt: skip
+
+
+@pytest.mark.parametrize("table", TRUNCATED)
+def test_postgres_refuses_to_truncate_evidence(database, table):
+    steps = "SELECT count(*) FROM evaluator_step WHERE attempt_id = %s"
+    finished = _ids(database)["finished"]
+    assert database.execute(steps, [finished]).fetchone() == (1,)
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="TRUNCATE is refused"):
+        database.execute(f"TRUNCATE {table} CASCADE")
+    assert database.execute(steps, [finished]).fetchone() == (1,)
+
+
+def test_postgres_truncates_a_guarded_table_that_holds_no_evidence(database):
+    database.execute("TRUNCATE evaluator_intervention")  # no intervention was recorded: nothing is kept
+
+
+# 1, on PostgreSQL: the rows a plan points to cannot be deleted or upserted either.
+PLAN_ROWS = {
+    "evaluator_policy": ("SELECT policy_id FROM evaluator_campaign", "spec = 'http://127.0.0.1:9/other'"),
+    "evaluator_task": ("SELECT task_id FROM evaluator_attempt LIMIT 1", "native_horizon = 999"),
+    "evaluator_protocolidentity": ("SELECT protocol_id FROM evaluator_campaign", "configuration = '{}'"),
+    "evaluator_campaign": ("SELECT id FROM evaluator_campaign", "seed = 8"),
+}
+
+
+@pytest.mark.parametrize("table", PLAN_ROWS)
+def test_postgres_refuses_to_delete_or_upsert_a_row_a_plan_points_to(database, table):
+    find, change = PLAN_ROWS[table]
+    pk = database.execute(find).fetchone()[0]
+    before = database.execute(f"SELECT * FROM {table} WHERE id = %s", [pk]).fetchone()
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="frozen plan"):
+        database.execute(f"DELETE FROM {table} WHERE id = %s", [pk])
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="frozen plan"):
+        database.execute(
+            f"INSERT INTO {table} SELECT * FROM {table} WHERE id = %s ON CONFLICT (id) DO UPDATE SET {change}", [pk]
+        )
+    assert database.execute(f"SELECT * FROM {table} WHERE id = %s", [pk]).fetchone() == before

@@ -214,3 +214,90 @@ def test_a_manifest_that_no_longer_matches_the_records_is_altered(finished, medi
     code, out = _verify(str(finished.pk))
     assert code == 1 and "manifest.json does not list" in out
     assert Artifact.objects.filter(attempt=finished).count() > 5
+
+
+# Hostile input, third round, 1: "INSERT OR REPLACE on evaluator_policy, evaluator_task, the protocol identity and
+# the campaign is accepted on SQLite, with and without Django's pragmas; with foreign keys off, DELETE of those rows
+# is accepted too ... The README says REPLACE and UPSERT are refused on these rows: make it true, and test each form
+# on each table."
+
+PLAN_ROWS = {  # table -> (how to find the launched row from an attempt, a column that says what ran, a new value)
+    "evaluator_policy": ("campaign.policy_id", "spec", "'http://127.0.0.1:9/other'"),
+    "evaluator_task": ("task_id", "native_horizon", "999"),
+    "evaluator_protocolidentity": ("campaign.protocol_id", "configuration", "'{}'"),
+    "evaluator_campaign": ("campaign_id", "seed", "8"),
+}
+PLAN_FORGERIES = {
+    "INSERT OR REPLACE of the same row": ["INSERT OR REPLACE INTO {table} SELECT * FROM forged"],
+    "REPLACE through another unique key": [
+        "UPDATE forged SET id = id + 1000",
+        "REPLACE INTO {table} SELECT * FROM forged",
+    ],
+    "UPSERT": ["INSERT INTO {table} SELECT * FROM forged WHERE true ON CONFLICT(id) DO UPDATE SET {column} = {value}"],
+    "DELETE with foreign keys off": ["PRAGMA foreign_keys = OFF", "DELETE FROM {table} WHERE id = {pk}"],
+}
+
+
+def _plan_row(attempt, table: str) -> int:
+    path = PLAN_ROWS[table][0].split(".")
+    target = attempt
+    for name in path[:-1]:
+        target = getattr(target, name)
+    return getattr(target, path[-1])
+
+
+def _row(raw, table: str, pk: int) -> tuple:
+    return raw.execute(f"SELECT * FROM {table} WHERE id = ?", [pk]).fetchone()
+
+
+# A campaign has no unique key but its id.
+PLAN_CASES = [
+    (table, forgery)
+    for table in PLAN_ROWS
+    for forgery in PLAN_FORGERIES
+    if not (table == "evaluator_campaign" and forgery == "REPLACE through another unique key")
+]
+
+
+@pytest.mark.parametrize("django_pragmas", [False, True], ids=["raw connection", "Django's pragmas"])
+@pytest.mark.parametrize(("table", "forgery"), PLAN_CASES, ids=[f"{t}-{f}" for t, f in PLAN_CASES])
+def test_raw_sql_cannot_replace_or_delete_a_row_a_plan_points_to(
+    make_attempt, transactional_db, table, forgery, django_pragmas
+):
+    import sqlite3
+
+    from django.db import connection
+
+    attempt = make_attempt()
+    pk, (_, column, value) = _plan_row(attempt, table), PLAN_ROWS[table]
+    raw = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    try:
+        if django_pragmas:
+            raw.execute("PRAGMA foreign_keys = ON")
+            raw.execute("PRAGMA recursive_triggers = ON")
+        before = _row(raw, table, pk)
+        raw.execute(f"CREATE TEMP TABLE forged AS SELECT * FROM {table} WHERE id = ?", [pk])
+        raw.execute(f"UPDATE forged SET {column} = {value}")
+        with pytest.raises(sqlite3.IntegrityError, match="frozen plan"):
+            for statement in PLAN_FORGERIES[forgery]:
+                raw.execute(statement.format(table=table, column=column, value=value, pk=pk))
+        assert _row(raw, table, pk) == before
+        assert raw.execute(f"SELECT count(*) FROM {table} WHERE id = ?", [pk + 1000]).fetchone() == (0,)
+    finally:
+        raw.close()
+
+
+def test_an_unreferenced_policy_can_still_be_replaced_and_deleted(transactional_db):
+    import sqlite3
+
+    from django.db import connection
+
+    policy = Policy.objects.create(name="draft", kind="fixed_program", spec="http://127.0.0.1:9/act")
+    raw = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    try:
+        raw.execute("UPDATE evaluator_policy SET spec = 'http://127.0.0.1:10/act' WHERE id = ?", [policy.pk])
+        raw.execute("INSERT OR REPLACE INTO evaluator_policy SELECT * FROM evaluator_policy WHERE id = ?", [policy.pk])
+        raw.execute("DELETE FROM evaluator_policy WHERE id = ?", [policy.pk])
+    finally:
+        raw.close()
+    assert not Policy.objects.filter(pk=policy.pk).exists()

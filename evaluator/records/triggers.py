@@ -1,4 +1,4 @@
-"""Database triggers: a finished attempt and its records cannot be changed or deleted.
+"""Database triggers: a finished attempt, its records and what its plan points to cannot be changed or deleted.
 
 The models refuse such writes too; the triggers also stop queryset updates, bulk writes and
 raw SQL, so the rule holds below every view and admin action. They are dropped before each
@@ -6,7 +6,7 @@ raw SQL, so the rule holds below every view and admin action. They are dropped b
 otherwise lose the triggers on it and break those that name it.
 """
 
-from django.db import connections
+from django.db import connections, models
 
 from evaluator.records.models import Campaign, Policy, ProtocolIdentity, Task
 
@@ -101,16 +101,54 @@ POSTGRES_DROP = [f"DROP TRIGGER IF EXISTS {table}_finished_immutable ON {table}"
 ]
 
 # Rows a frozen plan points to: the columns that say what ran (the models' lists: field attnames are
-# the column names), and when they count as referenced (None: always, for a campaign's plan).
+# the column names), and the query that finds a row referenced ({row}: the row's alias; None: always,
+# for a campaign's plan). A referenced row can neither change nor go: not by UPDATE, not by DELETE (a
+# raw SQLite connection may run with foreign keys off), not displaced by SQLite's REPLACE, which deletes
+# without DELETE triggers when recursive_triggers is off.
 FROZEN = {
     Campaign._meta.db_table: (Campaign.PLAN_FIELDS, None),
-    Task._meta.db_table: (Task.FROZEN_FIELDS, "SELECT 1 FROM evaluator_attempt WHERE task_id = OLD.id"),
-    Policy._meta.db_table: (Policy.FROZEN_FIELDS, "SELECT 1 FROM evaluator_campaign WHERE policy_id = OLD.id"),
+    Task._meta.db_table: (Task.FROZEN_FIELDS, "SELECT 1 FROM evaluator_attempt WHERE task_id = {row}.id"),
+    Policy._meta.db_table: (Policy.FROZEN_FIELDS, "SELECT 1 FROM evaluator_campaign WHERE policy_id = {row}.id"),
     ProtocolIdentity._meta.db_table: (
         ProtocolIdentity.FROZEN_FIELDS,
-        "SELECT 1 FROM evaluator_campaign WHERE protocol_id = OLD.id",
+        "SELECT 1 FROM evaluator_campaign WHERE protocol_id = {row}.id",
     ),
 }
+
+
+def _unique_keys(model) -> list[tuple[str, ...]]:
+    """The columns of each key a REPLACE can conflict on: the primary key, unique fields, unique constraints."""
+    keys = [(field.column,) for field in model._meta.local_fields if field.unique]
+    keys += [
+        tuple(model._meta.get_field(name).column for name in constraint.fields)
+        for constraint in model._meta.constraints
+        if isinstance(constraint, models.UniqueConstraint) and constraint.fields
+    ]
+    return keys
+
+
+FROZEN_KEYS = {model._meta.db_table: _unique_keys(model) for model in (Campaign, Task, Policy, ProtocolIdentity)}
+
+
+def _referenced(table: str, row: str) -> str:
+    """SQL that is true when the row `row` of a frozen-plan table is referenced."""
+    referenced = FROZEN[table][1]
+    return f"EXISTS ({referenced.format(row=row)})" if referenced else "TRUE"
+
+
+def _changed(table: str, differs: str) -> str:
+    """SQL that is true when an update changes a column that says what ran (`differs`: the dialect's IS NOT)."""
+    return "(" + " OR ".join(f"OLD.{column} {differs} NEW.{column}" for column in FROZEN[table][0]) + ")"
+
+
+def _displaced(table: str) -> str:
+    """SQL that is true when an insert into `table` would displace a referenced row through any unique key."""
+    conflict = " OR ".join(
+        "(" + " AND ".join(f"displaced.{column} = NEW.{column}" for column in key) + ")" for key in FROZEN_KEYS[table]
+    )
+    return f"EXISTS (SELECT 1 FROM {table} AS displaced WHERE ({conflict}) AND {_referenced(table, 'displaced')})"
+
+
 FROZEN_MESSAGE = "part of a frozen plan: immutable"
 # Only a run creates and finishes evidence: an attempt starts pending, and finishes with its manifest.
 SQLITE_CREATE += [
@@ -122,17 +160,26 @@ SQLITE_CREATE += [
          SELECT 1 FROM evaluator_artifact WHERE attempt_id = NEW.id AND kind = 'manifest')
        BEGIN SELECT RAISE(ABORT, 'a finished attempt has its evidence manifest'); END""",
 ] + [
-    f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE ON {table}
-        FOR EACH ROW WHEN ({" OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in columns)}){
-        f" AND EXISTS ({referenced})" if referenced else ""
-    }
-        BEGIN SELECT RAISE(ABORT, '{table} row {FROZEN_MESSAGE}'); END"""
-    for table, (columns, referenced) in FROZEN.items()
+    statement
+    for table in FROZEN
+    for statement in (
+        f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE ON {table}
+            FOR EACH ROW WHEN {_changed(table, "IS NOT")} AND {_referenced(table, "OLD")}
+            BEGIN SELECT RAISE(ABORT, '{table} row {FROZEN_MESSAGE}'); END""",
+        f"""CREATE TRIGGER {table}_frozen_no_insert BEFORE INSERT ON {table}
+            FOR EACH ROW WHEN {_displaced(table)}
+            BEGIN SELECT RAISE(ABORT, '{table} row {FROZEN_MESSAGE}'); END""",
+        f"""CREATE TRIGGER {table}_frozen_no_delete BEFORE DELETE ON {table}
+            FOR EACH ROW WHEN {_referenced(table, "OLD")}
+            BEGIN SELECT RAISE(ABORT, '{table} row {FROZEN_MESSAGE}'); END""",
+    )
 ]
 SQLITE_DROP += [
     "DROP TRIGGER IF EXISTS evaluator_attempt_created_pending",
     "DROP TRIGGER IF EXISTS evaluator_attempt_finished_with_manifest",
-] + [f"DROP TRIGGER IF EXISTS {table}_frozen" for table in FROZEN]
+] + [
+    f"DROP TRIGGER IF EXISTS {table}_frozen{suffix}" for table in FROZEN for suffix in ("", "_no_insert", "_no_delete")
+]
 POSTGRES_CREATE += [
     """CREATE FUNCTION evaluator_attempt_from_its_run() RETURNS trigger AS $$
        BEGIN
@@ -151,31 +198,72 @@ POSTGRES_CREATE += [
        FOR EACH ROW EXECUTE FUNCTION evaluator_attempt_from_its_run()""",
 ] + [
     statement
-    for table, (columns, referenced) in FROZEN.items()
+    for table in FROZEN
     for statement in (
         f"""CREATE FUNCTION {table}_frozen() RETURNS trigger AS $$
             BEGIN
-              IF ({" OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)}){
-            f" AND EXISTS ({referenced})" if referenced else ""
-        } THEN
-                RAISE EXCEPTION '{table} row % {
-            FROZEN_MESSAGE
-        }', OLD.id USING ERRCODE = 'integrity_constraint_violation';
+              IF TG_OP = 'DELETE' THEN
+                IF {_referenced(table, "OLD")} THEN
+                  RAISE EXCEPTION '{table} row % {FROZEN_MESSAGE}', OLD.id
+                    USING ERRCODE = 'integrity_constraint_violation';
+                END IF;
+                RETURN OLD;
+              END IF;
+              IF {_changed(table, "IS DISTINCT FROM")} AND {_referenced(table, "OLD")} THEN
+                RAISE EXCEPTION '{table} row % {FROZEN_MESSAGE}', OLD.id
+                  USING ERRCODE = 'integrity_constraint_violation';
               END IF;
               RETURN NEW;
             END $$ LANGUAGE plpgsql""",
-        f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE ON {table}
+        f"""CREATE TRIGGER {table}_frozen BEFORE UPDATE OR DELETE ON {table}
             FOR EACH ROW EXECUTE FUNCTION {table}_frozen()""",
     )
 ]
-POSTGRES_DROP += [
-    "DROP TRIGGER IF EXISTS evaluator_attempt_from_its_run ON evaluator_attempt",
-    "DROP FUNCTION IF EXISTS evaluator_attempt_from_its_run()",
-] + [
-    s
-    for table in FROZEN
-    for s in (f"DROP TRIGGER IF EXISTS {table}_frozen ON {table}", f"DROP FUNCTION IF EXISTS {table}_frozen()")
+# Row triggers do not fire on TRUNCATE: a statement trigger on every guarded table refuses it while the
+# table holds a row the rules above keep (CASCADE fires it on each table it would empty).
+KEPT = {
+    "evaluator_attempt": "kept.status = 'finished'",
+    **{
+        table: "EXISTS (SELECT 1 FROM evaluator_attempt WHERE id = kept.attempt_id AND status = 'finished')"
+        for table in RECORD_TABLES
+    },
+    **{table: _referenced(table, "kept") for table in FROZEN},
+}
+POSTGRES_CREATE += [
+    statement
+    for table, kept in KEPT.items()
+    for statement in (
+        f"""CREATE FUNCTION {table}_no_truncate() RETURNS trigger AS $$
+            BEGIN
+              IF EXISTS (SELECT 1 FROM {table} AS kept WHERE {kept}) THEN
+                RAISE EXCEPTION '{table} holds evidence of finished attempts: TRUNCATE is refused'
+                  USING ERRCODE = 'integrity_constraint_violation';
+              END IF;
+              RETURN NULL;
+            END $$ LANGUAGE plpgsql""",
+        f"""CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
+            FOR EACH STATEMENT EXECUTE FUNCTION {table}_no_truncate()""",
+    )
 ]
+POSTGRES_DROP += (
+    [
+        "DROP TRIGGER IF EXISTS evaluator_attempt_from_its_run ON evaluator_attempt",
+        "DROP FUNCTION IF EXISTS evaluator_attempt_from_its_run()",
+    ]
+    + [
+        s
+        for table in FROZEN
+        for s in (f"DROP TRIGGER IF EXISTS {table}_frozen ON {table}", f"DROP FUNCTION IF EXISTS {table}_frozen()")
+    ]
+    + [
+        s
+        for table in KEPT
+        for s in (
+            f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
+            f"DROP FUNCTION IF EXISTS {table}_no_truncate()",
+        )
+    ]
+)
 
 STATEMENTS = {"sqlite": (SQLITE_CREATE, SQLITE_DROP), "postgresql": (POSTGRES_CREATE, POSTGRES_DROP)}
 TABLES = ("evaluator_attempt", *RECORD_TABLES, *FROZEN)
