@@ -15,6 +15,7 @@ import urllib.parse
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
 from evaluator.policies.payload import json_with_png, png_slot
+from evaluator.policies.replies import MAX_REPLY_DEPTH, check_nesting, checked_usage, decode_json, excerpt
 from evaluator.protocol.identity import AGENT_METHOD, SINGLE_RESPONSE
 from evaluator.protocol.scoring import ErrorType
 
@@ -37,14 +38,27 @@ def parse_action_json(content: str) -> dict:
                 value, _ = decoder.raw_decode(text, start)
             except json.JSONDecodeError:
                 continue
+            except RecursionError:
+                raise PolicyFailure(
+                    ErrorType.MALFORMED_OUTPUT, f"the answer nests deeper than {MAX_REPLY_DEPTH} levels", excerpt(text)
+                ) from None
+            except ValueError as exc:  # a number of more digits than Python converts
+                raise PolicyFailure(
+                    ErrorType.MALFORMED_OUTPUT, f"the answer's JSON: {exc}"[:300], excerpt(text)
+                ) from None
             if isinstance(value, dict):
+                check_nesting(value, "the answer")
                 return value
-    raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, "the answer holds no JSON object", content[:2000])
+    raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, "the answer holds no JSON object", excerpt(content))
 
 
-def completion_content(completion) -> tuple[str, dict]:
+USAGE_KEYS = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"}
+
+
+def completion_content(completion) -> tuple[str, Usage]:
     """The text and usage of an OpenAI chat completion. Content may be a string or the standard list
-    of parts ({"type": "text", "text": ...}); anything else is malformed output."""
+    of parts ({"type": "text", "text": ...}); anything else is malformed output (ValueError here), and so
+    is a usage with counts that are not whole numbers >= 0 (PolicyFailure)."""
     try:
         content = completion["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
@@ -58,7 +72,7 @@ def completion_content(completion) -> tuple[str, dict]:
     usage = completion.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise ValueError(f"usage is a {type(usage).__name__}, not an object")
-    return content or "", usage or {}
+    return content or "", checked_usage(usage or {}, USAGE_KEYS, "the completion's usage")
 
 
 class ChatPolicy(Policy):
@@ -114,7 +128,7 @@ class ChatPolicy(Policy):
 
     def _complete(
         self, messages: list[dict], message: MailboxMessage, slot: str, deadline: CallDeadline
-    ) -> tuple[str, dict]:
+    ) -> tuple[str, Usage]:
         request = {
             "model": self.model,
             "messages": messages,
@@ -128,23 +142,24 @@ class ChatPolicy(Policy):
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
                 f"the model endpoint answered HTTP {status}",
-                data[:2000].decode(errors="replace"),
+                excerpt(data),
             )
+        completion = decode_json(data, "the endpoint's reply")
         try:
-            return completion_content(json.loads(data))
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors too
+            return completion_content(completion)
+        except ValueError as exc:
             raise PolicyFailure(
                 ErrorType.MALFORMED_OUTPUT,
                 f"the endpoint's reply is not a chat completion ({exc})"[:300],
-                data[:2000].decode(errors="replace"),
+                excerpt(data),
             ) from None
 
-    def _usage(self, requests: int, usages: list[dict]) -> Usage:
-        def total(key):
-            values = [u.get(key) for u in usages]
-            return None if any(not isinstance(v, int) for v in values) else sum(values)
+    def _usage(self, requests: int, usages: list[Usage]) -> Usage:
+        def total(field: str) -> int | None:
+            values = [getattr(usage, field) for usage in usages]
+            return None if None in values else sum(values)
 
-        tokens_in, tokens_out = total("prompt_tokens"), total("completion_tokens")
+        tokens_in, tokens_out = total("input_tokens"), total("output_tokens")
         price_in, price_out = self.prices
         cost = None
         if None not in (tokens_in, tokens_out, price_in, price_out):
@@ -167,7 +182,7 @@ class ChatPolicy(Policy):
             try:
                 content, usage = self._complete(messages, message, slot, deadline)
             except PolicyFailure as failure:
-                failure.usage = self._usage(len(usages) + 1, usages + [{}])
+                failure.usage = self._usage(len(usages) + 1, usages + [Usage()])
                 raise
             usages.append(usage)
             if stage != "act":

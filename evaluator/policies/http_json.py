@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
 from evaluator.policies.payload import HTTP_BODIES, json_request, msgpack_request
+from evaluator.policies.replies import checked_usage, decode_json, excerpt
 from evaluator.protocol.scoring import ErrorType
 
+USAGE_KEYS = {name: name for name in ("provider_requests", "input_tokens", "output_tokens", "cost_usd")}
 
-def reported_usage(reply: dict) -> Usage:
-    """Usage a server reports about itself; unknown unless it says."""
+
+def reported_usage(reply) -> Usage:
+    """Usage a server reports about itself; unknown unless it says, malformed output if it says nonsense."""
     usage = reply.get("usage") if isinstance(reply, dict) else None
-    if not isinstance(usage, dict):
+    if usage is None:
         return Usage()
-    known = {k: usage.get(k) for k in ("provider_requests", "input_tokens", "output_tokens", "cost_usd")}
-    return Usage(**{k: v for k, v in known.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if not isinstance(usage, dict):
+        raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"the reply's usage is a {type(usage).__name__}, not an object")
+    return checked_usage(usage, USAGE_KEYS)
 
 
 class HttpJsonPolicy(Policy):
@@ -48,14 +51,9 @@ class HttpJsonPolicy(Policy):
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
                 f"the policy server answered HTTP {status}",
-                data[:2000].decode(errors="replace"),
+                excerpt(data),
             )
-        try:
-            reply = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise PolicyFailure(
-                ErrorType.MALFORMED_OUTPUT, "the reply is not JSON", data[:2000].decode(errors="replace")
-            ) from None
+        reply = decode_json(data, "the reply")
         return PolicyReply(reply, reported_usage(reply))
 
     def end_episode(self) -> None:

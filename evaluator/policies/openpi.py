@@ -25,6 +25,7 @@ from evaluator.policies.base import (
     Usage,
 )
 from evaluator.policies.calls import MAX_REPLY_BYTES, CallDeadline, too_large
+from evaluator.policies.replies import check_nesting, excerpt
 from evaluator.protocol.scoring import ErrorType
 
 
@@ -50,8 +51,14 @@ def pack(value) -> bytes:
     return msgpack.packb(value, default=_encode_numpy)
 
 
-def unpack(data: bytes):
-    return msgpack.unpackb(data, object_hook=_decode_numpy)
+def unpack(data: bytes, what: str = "the message"):
+    """A server's msgpack message; malformed_output (a PolicyFailure) when it does not decode or nests too deep."""
+    try:
+        value = msgpack.unpackb(data, object_hook=_decode_numpy)
+    except (msgpack.UnpackException, ValueError, TypeError, KeyError) as exc:
+        raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what} does not decode", repr(exc)) from None
+    check_nesting(value, what)
+    return value
 
 
 @dataclass(frozen=True)
@@ -137,13 +144,15 @@ class OpenPiPolicy(Policy):
                     close_timeout=1,
                     legacy=True,
                 )
-                self.metadata = unpack(self.socket.recv(timeout=deadline.remaining()))
+                received = self.socket.recv(timeout=deadline.remaining())
             except (TimeoutError, PolicyFailure):
                 raise self._fail(ErrorType.POLICY_TIMEOUT, f"no server metadata within {self.timeout_s:g} s") from None
             except (OSError, WebSocketException) as exc:
                 raise self._fail(ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", repr(exc)) from None
-            except (msgpack.UnpackException, ValueError, TypeError) as exc:
-                raise self._fail(ErrorType.MALFORMED_OUTPUT, "the server metadata does not decode", repr(exc)) from None
+            try:
+                self.metadata = unpack(received, "the server metadata")
+            except PolicyFailure as failure:
+                raise self._fail(failure.error_type, failure.public, failure.detail) from None
         return self.socket
 
     def start_episode(self, start: EpisodeStart) -> None:
@@ -182,13 +191,13 @@ class OpenPiPolicy(Policy):
                 raise self._fail(ErrorType.POLICY_TIMEOUT, f"no reply within {self.timeout_s:g} s") from None
             raise self._fail(ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", repr(exc)) from None
         if isinstance(data, str):
-            raise self._fail(ErrorType.POLICY_SERVER_ERROR, "the policy server reported an error", data[:2000])
+            raise self._fail(ErrorType.POLICY_SERVER_ERROR, "the policy server reported an error", excerpt(data))
         try:
-            reply = unpack(data)
-        except (msgpack.UnpackException, ValueError, TypeError) as exc:
-            raise self._fail(ErrorType.MALFORMED_OUTPUT, "the reply does not decode", repr(exc)) from None
+            reply = unpack(data, "the reply")
+        except PolicyFailure as failure:
+            raise self._fail(failure.error_type, failure.public, failure.detail) from None
         if not isinstance(reply, dict) or "actions" not in reply:
-            raise self._fail(ErrorType.MALFORMED_OUTPUT, 'the reply has no "actions"', repr(reply)[:2000])
+            raise self._fail(ErrorType.MALFORMED_OUTPUT, 'the reply has no "actions"', excerpt(repr(reply)))
         # Other keys (server_timing, ...) stay in the recorded response; "actions" is validated as returned.
         return PolicyReply({str(k): v for k, v in reply.items() if k != "stop"}, Usage())
 

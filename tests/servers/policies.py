@@ -56,6 +56,13 @@ class Trickle:
 
 
 @dataclass(frozen=True)
+class Body:
+    """A reply sent as these exact bytes: what no encoder would write (deep nesting, huge numbers, NaN)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
 class Completion:
     completion: dict
 
@@ -169,6 +176,8 @@ class HttpPolicyServer(_HttpServer):
                     self.send_body(reply.code, b"internal error", "text/plain")
                 elif isinstance(reply, Text):
                     self.send_body(200, reply.text.encode(), "text/plain")
+                elif isinstance(reply, Body):
+                    self.send_body(200, reply.data, "application/json")
                 else:
                     self.send_body(200, json.dumps(reply).encode(), "application/json")
 
@@ -196,6 +205,8 @@ class OpenPiServer(_Recorder):
                     reply = zero_chunk()
                 if isinstance(reply, Text):
                     websocket.send(reply.text)
+                elif isinstance(reply, Body):
+                    websocket.send(reply.data)
                 else:
                     websocket.send(pack({k: np.asarray(v) for k, v in reply.items()}))
 
@@ -228,6 +239,9 @@ class ChatServer(_HttpServer):
                     content = json.dumps(zero_chunk())
                 if isinstance(content, Completion):
                     self.send_body(200, json.dumps(content.completion).encode(), "application/json")
+                    return
+                if isinstance(content, Body):
+                    self.send_body(200, content.data, "application/json")
                     return
                 data = json.dumps(
                     {
