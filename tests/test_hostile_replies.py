@@ -120,3 +120,22 @@ def test_an_openpi_reply_no_encoder_writes_is_the_policys_typed_error(run_spec, 
     server = servers(OpenPiServer(always(Body(reply))))
     attempt = run_spec(f"openpi+{server.uri}")
     _assert_typed_policy_fault(attempt)
+
+
+# 6. "A TorchScript module returning a 4,000,000x4 tensor is refused as malformed_output, but only after 128 MB
+# were sent and allocated": the evaluator now refuses the frame as its header declares it (tests/test_worker_wire.py
+# shows nothing is allocated); here, the whole path.
+def test_a_torchscript_reply_declaring_more_than_the_cap_is_malformed_output(run_spec, tmp_path):
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+
+    class Huge(torch.nn.Module):
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(4_000_000, 4) * image.float().mean()
+
+    path = tmp_path / "huge.pt"
+    torch.jit.script(Huge()).save(str(path))
+    attempt = run_spec(f"torchscript:{path}")
+    _assert_typed_policy_fault(attempt, {"malformed_output"})
+    decision = attempt.decisions.get()
+    assert "larger than 1048576 bytes" in decision.violation["message"]
+    assert "declares 128000000 bytes of arrays, over the 1048576-byte cap" in attempt.error_detail

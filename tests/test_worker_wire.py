@@ -66,3 +66,49 @@ def test_it_refuses_a_bad_array_spec_before_reading_its_bytes(spec):
     read_exact, read_into = _readers(_frame_with(spec))
     with pytest.raises(ProtocolViolation, match="bad array spec"):
         read_frame(read_exact, read_into)
+
+
+# Hostile input, third round, 6: "Caps after allocation ... the worker wire (`read_frame`) allocates what a header
+# declares. Check every declared size against its cap before allocating, on both sides of the wire."
+
+
+def _declaring(*specs: dict) -> tuple:
+    """Readers of a frame whose header declares `specs` and that holds no array bytes at all, and the views
+    read_into was asked to fill."""
+    header = json.dumps({"op": "step", "arrays": list(specs)}).encode()
+    read_exact, read_into = _readers(MAGIC + struct.pack(">I", len(header)) + header)
+    asked = []
+    return read_exact, lambda view: asked.append(len(view)) or read_into(view), asked
+
+
+@pytest.mark.parametrize(
+    ("specs", "cap"),
+    [
+        ([{"key": "actions", "dtype": "<f8", "shape": [4_000_000, 4]}], 1 << 20),  # TorchScript's 1 MiB reply cap
+        ([{"key": "a", "dtype": "<f8", "shape": [10**12]}], None),  # 8 TB: past the protocol's own cap
+        ([{"key": f"a{i}", "dtype": "|u1", "shape": [600_000]} for i in range(2)], 1 << 20),  # the total counts
+    ],
+    ids=["a tensor over the reply cap", "terabytes", "two arrays over the cap together"],
+)
+def test_it_refuses_a_frame_declaring_more_than_its_cap_before_allocating_it(specs, cap):
+    from environment.workers.wire import FrameTooLarge
+
+    read_exact, read_into, asked = _declaring(*specs)
+    with pytest.raises(FrameTooLarge, match="byte cap"):
+        read_frame(read_exact, read_into, *([cap] if cap else []))
+    assert asked == []  # nothing was allocated for it, nothing read
+
+
+def test_a_worker_exits_with_a_reason_on_a_request_over_its_cap():
+    import subprocess
+    import sys
+
+    header = json.dumps({"op": "step", "arrays": [{"key": "action", "dtype": "<f8", "shape": [10**12]}]}).encode()
+    worker = subprocess.run(
+        [sys.executable, "-c", "from environment.workers.wire import serve; serve({}, {})"],
+        input=MAGIC + struct.pack(">I", len(header)) + header,
+        capture_output=True,
+        timeout=60,
+    )
+    assert worker.returncode == 2
+    assert b"over the 268435456-byte cap" in worker.stderr and b"Traceback" not in worker.stderr

@@ -27,11 +27,19 @@ import numpy as np
 
 MAGIC = b"RSI1"
 MAX_HEADER = 1 << 20
+# What the arrays of one frame may total unless the reader says less: far above any benchmark's observation (a
+# 480x640 RGB frame is 0.9 MiB), far below what a host can allocate. Checked against the sizes a header declares,
+# before any of it is allocated or read.
+MAX_ARRAY_BYTES = 256 << 20
 ERROR_TYPES = ("install", "reset", "render", "render_device_unavailable", "native_runtime")
 
 
 class ProtocolViolation(Exception):
     """Bytes that are not a frame of this protocol."""
+
+
+class FrameTooLarge(ProtocolViolation):
+    """A frame whose header declares more array bytes than its reader accepts."""
 
 
 class NativeError(Exception):
@@ -80,10 +88,13 @@ def encode_frame(header: dict, arrays: dict[str, np.ndarray] | None = None) -> b
 
 
 def read_frame(
-    read_exact: Callable[[int], bytes], read_into: Callable[[memoryview], None] | None = None
+    read_exact: Callable[[int], bytes],
+    read_into: Callable[[memoryview], None] | None = None,
+    max_array_bytes: int = MAX_ARRAY_BYTES,
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """Read one frame; `read_exact(n)` returns exactly n bytes or raises EOFError; `read_into(view)`, if
-    given, fills the view exactly (or raises EOFError), so that arrays are read without a copy.
+    given, fills the view exactly (or raises EOFError), so that arrays are read without a copy. A frame whose
+    arrays would total more than `max_array_bytes` is refused (FrameTooLarge) before anything is allocated.
 
     Every decoded array is writable and owns its memory, on both sides of the pipe.
     """
@@ -95,20 +106,26 @@ def read_frame(
         raise ProtocolViolation(f"header of {length} bytes is too long")
     try:
         header = json.loads(read_exact(length))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise ProtocolViolation("header is nested too deep") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or a number of more digits than Python converts
         raise ProtocolViolation(f"header is not JSON: {exc}") from None
     if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
         raise ProtocolViolation("header is not an object with an array list")
-    arrays = {}
+    specs = []
     for spec in header.pop("arrays", []):
         try:
-            dtype = np.dtype(spec["dtype"])
-            shape = tuple(int(n) for n in spec["shape"])
+            key, dtype, shape = spec["key"], np.dtype(spec["dtype"]), tuple(int(n) for n in spec["shape"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolViolation(f"bad array spec {spec!r}: {exc}") from None
-        if dtype.hasobject or any(n < 0 for n in shape):
-            raise ProtocolViolation(f"bad array spec {spec!r}")
-        size = math.prod(shape) * dtype.itemsize
+            raise ProtocolViolation(f"bad array spec {str(spec)[:200]}: {exc}") from None
+        if not isinstance(key, str) or dtype.hasobject or any(n < 0 for n in shape):
+            raise ProtocolViolation(f"bad array spec {str(spec)[:200]}")
+        specs.append((key, dtype, shape, math.prod(shape) * dtype.itemsize))
+    declared = sum(size for *_, size in specs)
+    if declared > max_array_bytes:
+        raise FrameTooLarge(f"the frame declares {declared} bytes of arrays, over the {max_array_bytes}-byte cap")
+    arrays = {}
+    for key, dtype, shape, size in specs:
         # Each array owns writable memory. Receivers such as the SimplerEnv controller (scipy's
         # Rotation.from_rotvec, in-place clipping) refuse read-only views of a bytes object.
         if read_into is None:
@@ -116,7 +133,7 @@ def read_frame(
         else:
             data = np.empty(size, dtype=np.uint8)  # not zeroed first: the read fills it
             read_into(memoryview(data))
-        arrays[spec["key"]] = data.view(dtype).reshape(shape)
+        arrays[key] = data.view(dtype).reshape(shape)
     return header, arrays
 
 
@@ -160,6 +177,9 @@ def serve(handlers: dict[str, Callable], default_errors: dict[str, str]) -> None
             request, arrays = read_frame(read_exact)
         except EOFError:
             return
+        except ProtocolViolation as exc:  # the stream cannot be read on past a frame it could not read
+            print(f"rsi worker: the evaluator sent a frame this worker refuses: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         op = request.get("op")
         handler = handlers.get(op) or _unknown
         for reply in _replies(handler, request, arrays, default_errors.get(op, "native_runtime")):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from environment.workers.wire import ProtocolViolation, encode_frame, read_frame
+from environment.workers.wire import MAX_ARRAY_BYTES, FrameTooLarge, ProtocolViolation, encode_frame, read_frame
 from evaluator.protocol.scoring import ErrorType
 
 STDERR_LINES = 200
@@ -47,6 +47,7 @@ class WorkerSpec:
         default_factory=lambda: {"describe": 60.0, "reset": 600.0, "step": 60.0, "close": 30.0}
     )
     timeout_basis: str = "defaults"  # why these timeouts, for provenance
+    max_reply_array_bytes: int = MAX_ARRAY_BYTES  # refused as declared, before it is allocated
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,14 @@ class NativeWorker:
     def _receive(self, op: str, deadline: float) -> tuple[dict, dict]:
         """One reply to an `op` request, read by the deadline; a failure reply raises, typed by the request."""
         try:
-            reply, reply_arrays = read_frame(*self._readers(deadline))
+            reply, reply_arrays = read_frame(*self._readers(deadline), self.spec.max_reply_array_bytes)
         except EOFError:
             raise self._died(op) from None
         except TimeoutError:
             timeout = self.spec.timeouts[op]
             raise self._fail(op, f"the worker did not answer {op} within {timeout:g} s", "timeout") from None
+        except FrameTooLarge as exc:
+            raise self._fail(op, f"the worker's answer to {op} is too large: {exc}", "too_large") from None
         except ProtocolViolation as exc:
             raise self._fail(op, f"the worker answered {op} with garbage: {exc}", "garbage") from None
         if not reply.get("ok"):

@@ -16,7 +16,7 @@ from evaluator.policies.base import (
     PolicySetupFailure,
     Usage,
 )
-from evaluator.policies.calls import MAX_REPLY_BYTES, too_large
+from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.protocol.scoring import ErrorType
 
 HOST = Path(__file__).resolve().with_name("torch_host.py")
@@ -26,6 +26,7 @@ _CAUSES = {
     "died": (ErrorType.POLICY_TRANSPORT, "the policy process died"),
     "start": (ErrorType.POLICY_TRANSPORT, "the policy process could not start"),
     "garbage": (ErrorType.MALFORMED_OUTPUT, "the policy process answered garbage"),
+    "too_large": (ErrorType.MALFORMED_OUTPUT, f"the reply is larger than {MAX_REPLY_BYTES} bytes"),
     "reported": (ErrorType.POLICY_SERVER_ERROR, "the policy module raised an error"),
 }
 
@@ -46,6 +47,7 @@ class TorchScriptPolicy(Policy):
             python=python,
             script=HOST,
             timeouts={"load": max(timeout_s, 120.0), "act": timeout_s, "close": 10.0},
+            max_reply_array_bytes=MAX_REPLY_BYTES,  # refused as the host declares it, before it is read
         )
         self.host = None
         self.loaded = {}
@@ -95,8 +97,6 @@ class TorchScriptPolicy(Policy):
         received = {"input": "image", "dtype": "uint8", "shape": list(message.rgb.shape), "pixels": "png"}
         self.record_sent(json.dumps(received).encode(), "application/json")
         _, arrays = self._request("act", arrays={"image": message.rgb})
-        if arrays["actions"].nbytes > MAX_REPLY_BYTES:
-            raise too_large(arrays["actions"].nbytes)
         return PolicyReply({"actions": arrays["actions"]}, Usage(provider_requests=0))
 
     def end_episode(self) -> None:
