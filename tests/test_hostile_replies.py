@@ -10,12 +10,12 @@ import json
 import msgpack
 import pytest
 
-from evaluator.policies.replies import MAX_REPLY_DEPTH
+from evaluator.protocol.actions import MAX_NESTING
 from tests.servers.policies import Body, ChatServer, HttpPolicyServer, OpenPiServer, always
 
 ACTION = "[0.0, 0.0, 0.0, 0.0]"
 POLICY_FAULTS = {"policy_error", "contract_violation"}  # the policy's, each with its typed error
-DEPTHS = [10, MAX_REPLY_DEPTH + 1, 1_000, 100_000]
+DEPTHS = [10, MAX_NESTING + 1, 1_000, 100_000]
 
 
 def nested_list(depth: int) -> str:

@@ -156,6 +156,13 @@ MALFORMED_MESSAGES = [
     '{"type": "intervene", "kind": "annotate", "note": "' + "n" * 3000 + '"}',
     '{"type": "intervene", "kind": "action", "action": {"x": 1}}',
     "x" * 20_000,
+    # Hostile input, third round, 7: "deeply nested JSON under the 10,000-character limit closes the socket with
+    # 1011 (RecursionError); it is a malformed message and gets the typed refusal."
+    "[" * 4_999 + "]" * 4_999,
+    '{"a": ' * 1_600 + "0" + "}" * 1_600,
+    '{"type": "intervene", "kind": "action", "action": ' + "[" * 4_000 + "]" * 4_000 + "}",
+    '{"type": "intervene", "kind": "action", "action": ' + "[" * 40 + "0" + "]" * 40 + "}",  # parses, too deep
+    '{"type": "ack", "seq": 1' + "0" * 5_000 + "}",  # past Python's int-digit limit
 ]
 
 

@@ -21,6 +21,7 @@ from django.core.exceptions import PermissionDenied
 from evaluator.live.hub import hub
 from evaluator.live.interventions import do_intervene
 from evaluator.live.memory import campaign_group_name, group_name
+from evaluator.protocol.actions import MAX_NESTING, nests_deeper
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.models import Attempt
 
@@ -94,10 +95,10 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
             return
         try:
             content = json.loads(text_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, a number past Python's digit limit, or nested too deep
             content = None
-        if not isinstance(content, dict):
-            await self.refuse(None, "MalformedMessage", "a message is a JSON object")
+        if not isinstance(content, dict) or nests_deeper(content):
+            await self.refuse(None, "MalformedMessage", f"a message is a JSON object nested at most {MAX_NESTING} deep")
             return
         await self.receive_json(content)
 

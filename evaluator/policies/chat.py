@@ -15,7 +15,8 @@ import urllib.parse
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
 from evaluator.policies.payload import json_with_png, png_slot
-from evaluator.policies.replies import MAX_REPLY_DEPTH, check_nesting, checked_usage, decode_json, excerpt
+from evaluator.policies.replies import check_nesting, checked_usage, decode_json, excerpt
+from evaluator.protocol.actions import MAX_NESTING
 from evaluator.protocol.identity import AGENT_METHOD, SINGLE_RESPONSE
 from evaluator.protocol.scoring import ErrorType
 
@@ -40,7 +41,7 @@ def parse_action_json(content: str) -> dict:
                 continue
             except RecursionError:
                 raise PolicyFailure(
-                    ErrorType.MALFORMED_OUTPUT, f"the answer nests deeper than {MAX_REPLY_DEPTH} levels", excerpt(text)
+                    ErrorType.MALFORMED_OUTPUT, f"the answer nests deeper than {MAX_NESTING} levels", excerpt(text)
                 ) from None
             except ValueError as exc:  # a number of more digits than Python converts
                 raise PolicyFailure(

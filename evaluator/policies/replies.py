@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from evaluator.policies.base import PolicyFailure, Usage
+from evaluator.protocol.actions import MAX_NESTING, nests_deeper
 from evaluator.protocol.scoring import ErrorType
 
-# The protocol's replies nest a few levels ({"actions": [[...]]}; a chat completion about six): deeper ones are
-# refused before a recursive walk (recording, the JSON of the records) could exhaust the evaluator's stack.
-MAX_REPLY_DEPTH = 32
 EXCERPT_BYTES = 2000  # what the evidence keeps of a reply that is refused
 
 
@@ -28,19 +26,9 @@ def excerpt(data: bytes | str) -> str:
 
 
 def check_nesting(value: Any, what: str) -> None:
-    """malformed_output when `value` (decoded JSON or msgpack) nests deeper than MAX_REPLY_DEPTH; no recursion."""
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, Mapping):
-            children = list(item.values())
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        if depth > MAX_REPLY_DEPTH:
-            raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what} nests deeper than {MAX_REPLY_DEPTH} levels")
-        pending.extend((child, depth + 1) for child in children)
+    """malformed_output when `value` (decoded JSON or msgpack) nests deeper than MAX_NESTING."""
+    if nests_deeper(value, MAX_NESTING):
+        raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what} nests deeper than {MAX_NESTING} levels")
 
 
 def decode_json(data: bytes | str, what: str) -> Any:
@@ -50,7 +38,7 @@ def decode_json(data: bytes | str, what: str) -> Any:
         value = json.loads(data)
     except RecursionError:
         raise PolicyFailure(
-            ErrorType.MALFORMED_OUTPUT, f"{what} nests deeper than {MAX_REPLY_DEPTH} levels", excerpt(data)
+            ErrorType.MALFORMED_OUTPUT, f"{what} nests deeper than {MAX_NESTING} levels", excerpt(data)
         ) from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError and the int-digit limit are ValueErrors
         raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what} is not JSON ({exc})"[:300], excerpt(data)) from None

@@ -120,6 +120,26 @@ def simple_v1_contract(joint_ranges: Sequence[tuple[float, float]]) -> ActionCon
 # Longer chunks are accepted (openpi servers return their whole action horizon) and only the
 # permitted prefix executes; past this many actions a reply is malformed output.
 MAX_CHUNK_ACTIONS = 1024
+# A response (or a human's action) nests a few levels ({"actions": [[...]]}; a chat completion about six). Deeper
+# ones are refused before anything walks them recursively (recording, validation, the JSON of the records).
+MAX_NESTING = 32
+
+
+def nests_deeper(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether decoded JSON or msgpack holds a list or mapping more than `limit` levels deep; no recursion."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children = list(item.values())
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 class ViolationKind(enum.Enum):
