@@ -142,6 +142,10 @@ def test_an_operator_uploads_several_rates_at_once(simpler_env_host):
         ("policy,task,rate,trials,source\n", "the file has no rates"),
         # the second row repeats the first: refused, and the first is not kept either
         ("policy,task,rate,trials,source\nnoop,widowx_stack_cube,0.1,,a\nnoop,widowx_stack_cube,0.3,,b\n", "line 3:"),
+        # Hostile input, third round, 8: "one field over 131,072 characters: a 500 (_csv.Error). A 400 with the
+        # reason, like the other bad files."
+        ('policy,task,rate,trials,source\nnoop,widowx_stack_cube,0.1,,"' + "s" * 131_073 + '"\n', "line 2: not CSV"),
+        ("p" * 131_073 + "\n", "line 1: not CSV"),
     ],
 )
 def test_a_bad_file_is_refused_whole_naming_its_lines(simpler_env_host, text, error):

@@ -281,15 +281,20 @@ class RealRatesUploadForm(forms.Form):
         except UnicodeDecodeError:
             raise forms.ValidationError("the file is not UTF-8 text") from None
         reader = csv.DictReader(io.StringIO(text))
-        if reader.fieldnames != RATE_COLUMNS:
-            raise forms.ValidationError(f"the header must be {','.join(RATE_COLUMNS)}, got {reader.fieldnames}")
-        rows, errors = [], []
-        for number, row in enumerate(reader, start=2):  # line 1 is the header
-            form = RealRateForm(row)
-            if form.is_valid():
-                rows.append(form.cleaned_data)
-            else:
-                errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
+        rows, errors, number = [], [], 0  # the last line read whole; line 1 is the header
+        try:
+            header, number = reader.fieldnames, 1
+            if header != RATE_COLUMNS:
+                got = str(header)[:200]
+                raise forms.ValidationError(f"the header must be {','.join(RATE_COLUMNS)}, got {got}")
+            for number, row in enumerate(reader, start=2):
+                form = RealRateForm(row)
+                if form.is_valid():
+                    rows.append(form.cleaned_data)
+                else:
+                    errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
+        except csv.Error as exc:  # a field over the csv module's size limit (131,072 characters)
+            raise forms.ValidationError(f"line {number + 1}: not CSV that can be read ({exc})") from None
         if errors:
             raise forms.ValidationError(errors[:50])
         if not rows:
