@@ -301,3 +301,65 @@ def test_an_unreferenced_policy_can_still_be_replaced_and_deleted(transactional_
     finally:
         raw.close()
     assert not Policy.objects.filter(pk=policy.pk).exists()
+
+
+# Hostile input, third round, 9: "Tampered frames.json ... index shapes (valid JSON, wrong structure) that answered
+# 500 on the timeline, the frame and the thumbnail; and after the file was restored ... the frame and thumbnail kept
+# failing until the server restarted, because a cache kept the bad index. Every shape is a 404 that says 'evidence
+# missing or altered' (a fuzz test over shapes: wrong types, missing keys, short and long frame lists, nulls), and no
+# cache outlives the file it was read from."
+def _index_shapes(index: dict) -> dict:
+    entries = index["frames"]
+    return {
+        "a list": [index],
+        "null": None,
+        "no frames": {"fps": index["fps"]},
+        "frames null": {**index, "frames": None},
+        "frames an object": {**index, "frames": {"0": 0}},
+        "an entry null": {**index, "frames": [None, *entries[1:]]},
+        "an entry without its frame": {**index, "frames": [{"step": 0}, *entries[1:]]},
+        "a step that is text": {**index, "frames": [{**entries[0], "step": "0"}, *entries[1:]]},
+        "a frame that is a float": {**index, "frames": [{**entries[0], "frame": 0.5}, *entries[1:]]},
+        "a frame that is true": {**index, "frames": [{**entries[0], "frame": True}, *entries[1:]]},
+        "a negative frame": {**index, "frames": [{**entries[0], "frame": -1}, *entries[1:]]},
+        "a frame past the video": {**index, "frames": [*entries[:-1], {**entries[-1], "frame": 10**18}]},
+        "a step twice": {**index, "frames": [*entries, entries[-1]]},
+        "a short frame list": {**index, "frames": entries[:-1]},
+        "a long frame list": {**index, "frames": [*entries, {"step": 999, "frame": len(entries)}]},
+        "an empty frame list": {**index, "frames": []},
+        "no fps": {"frames": entries},
+        "fps zero": {**index, "fps": 0},
+        "fps negative": {**index, "fps": -10},
+        "fps text": {**index, "fps": "10"},
+        "fps huge": {**index, "fps": 1e300},
+        "gop zero": {**index, "gop": 0},
+        "gop text": {**index, "gop": "25"},
+        "gop null": {**index, "gop": None},
+    }
+
+
+def test_every_altered_frame_index_is_a_404_saying_so_and_a_restored_one_serves_again(
+    finished, media_root, admin_client
+):
+    index_file = media_root / finished.artifacts.get(kind="frame_index").path
+    original = index_file.read_bytes()
+    urls = {
+        name: reverse(f"evaluator:{name}", args=args)
+        for name, args in (("timeline", [finished.pk]), ("frame", [finished.pk, 1]), ("thumbnail", [finished.pk]))
+    }
+    served = {name: admin_client.get(url) for name, url in urls.items()}
+    assert {name: response.status_code for name, response in served.items()} == dict.fromkeys(urls, 200)
+    answers = {}
+    for shape, index in _index_shapes(json.loads(original)).items():
+        index_file.write_text(json.dumps(index))
+        for name, url in urls.items():
+            response = admin_client.get(url)
+            body = response.content.decode(errors="replace")
+            answers[(shape, name)] = response.status_code if response.status_code != 404 else "evidence" in body
+    assert {key: answer for key, answer in answers.items() if answer is not True} == {}
+    index_file.write_bytes(original)  # restored: every page serves as before, no cache kept the altered index
+    for name, url in urls.items():
+        again = admin_client.get(url)
+        assert again.status_code == 200, name
+        if name != "timeline":
+            assert again.content == served[name].content, name

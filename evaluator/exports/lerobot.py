@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from evaluator.exports.media import exact_frame
+from evaluator.exports.media import EvidenceAltered, exact_frame, read_frame_index
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.models import Attempt, Campaign
 
@@ -159,10 +159,13 @@ def _action_names(campaign: Campaign) -> list[str]:
 
 
 def _video_shape(episode: Episode) -> list[int]:
-    frames = json.loads((episode.video.parent / "frames.json").read_text())
-    if len(frames["frames"]) != episode.frames:
+    try:
+        frames = read_frame_index(episode.video.parent / "frames.json").frames
+    except EvidenceAltered as altered:
+        raise ExportRefused(f"attempt {episode.attempt.pk}: {altered}") from None
+    if len(frames) != episode.frames:
         raise ExportRefused(
-            f"attempt {episode.attempt.pk}'s video has {len(frames['frames'])} frames for {episode.frames} "
+            f"attempt {episode.attempt.pk}'s video has {len(frames)} frames for {episode.frames} "
             "observations (manage.py verify-evidence)"
         )
     return list(exact_frame(episode.video, 0, episode.fps).shape)

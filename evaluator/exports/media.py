@@ -1,11 +1,14 @@
-"""Serving stored evidence: byte ranges of files, and the exact frame of any step of a video."""
+"""Reading stored evidence back: byte ranges of files, a video's frame index, and the exact frame of any step."""
 
 from __future__ import annotations
 
+import json
+import math
 import mimetypes
 import re
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import numpy as np
 from django.http import FileResponse, HttpRequest, HttpResponse
 
 from evaluator.native.png import png_rgb
+from evaluator.running.evidence import GOP
 
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -184,6 +188,63 @@ class OpenVideos:
 
 
 OPEN_VIDEOS = OpenVideos()
+
+
+class EvidenceAltered(ValueError):
+    """A stored evidence file that is missing, or not what RSI wrote (`manage.py verify-evidence` names it)."""
+
+
+@dataclass(frozen=True)
+class FrameIndex:
+    """frames.json: the video's frame rate and keyframe interval, and the frame number of each step."""
+
+    fps: float
+    gop: int
+    frames: dict[int, int]  # step -> frame number, in the file's order
+
+
+MAX_FPS = 1000  # far above any benchmark's control rate
+
+
+def read_frame_index(path: Path, observations: int | None = None) -> FrameIndex:
+    """frames.json as RSI writes it (running/evidence.py), every part checked: anything else is EvidenceAltered.
+    With `observations` (a finished attempt's reset frame and executed steps), it must list that many frames."""
+    try:
+        index = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        raise EvidenceAltered("evidence missing or altered: frames.json (manage.py verify-evidence)") from None
+    if not isinstance(index, dict):
+        raise EvidenceAltered("evidence altered: frames.json is not an object (manage.py verify-evidence)")
+    fps, gop, entries = index.get("fps"), index.get("gop", GOP), index.get("frames")
+    problems = []
+    if not _number(fps) or not (math.isfinite(fps) and 0 < fps <= MAX_FPS):
+        problems.append(f"fps {str(fps)[:40]}")
+    if not _whole(gop) or gop < 1:
+        problems.append(f"gop {str(gop)[:40]}")
+    frames: dict[int, int] = {}
+    if not isinstance(entries, list):
+        problems.append("no frame list")
+    else:
+        for entry in entries:
+            step, frame = (entry.get("step"), entry.get("frame")) if isinstance(entry, dict) else (None, None)
+            # One frame per entry, numbered from 0 (the reset frame): a number past them is not RSI's.
+            if not (_whole(step) and _whole(frame) and step >= 0 and 0 <= frame < len(entries)) or step in frames:
+                problems.append(f"frame entry {str(entry)[:60]}")
+                break
+            frames[step] = frame
+        if not problems and observations is not None and len(frames) != observations:
+            problems.append(f"{len(frames)} frames for {observations} observations")
+    if problems:
+        raise EvidenceAltered(f"evidence altered: frames.json has {problems[0]} (manage.py verify-evidence)")
+    return FrameIndex(float(fps), gop, frames)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def exact_frame(video: Path, number: int, fps: float) -> np.ndarray:

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from PIL import Image
 
-from evaluator.exports.media import exact_frame
+from evaluator.exports.media import EvidenceAltered, exact_frame, read_frame_index
 from evaluator.native.client import NativeObservation, NativeStep, NativeWorker, WorkerFailure
 from evaluator.native.fingerprints import rgb_sha256, state_sha256
 from evaluator.native.png import png_rgb
@@ -150,6 +150,8 @@ def run_replay(replay: Replay) -> Replay:
     except WorkerFailure as failure:
         detail = f"{failure}\n{failure.stderr_tail}".strip()
         return _finish(replay, Replay.Verdict.ERROR, f"the replay's worker failed ({failure.error_type}): {detail}")
+    except EvidenceAltered as altered:  # the original frame a divergence is shown against cannot be read
+        return _finish(replay, Replay.Verdict.ERROR, str(altered))
     finally:
         if worker is not None:
             worker.close()
@@ -224,7 +226,9 @@ def _original_frame(attempt: Attempt, line: dict) -> tuple[np.ndarray, str, bool
             rgb = np.asarray(Image.open(png).convert("RGB"))
             if rgb_sha256(rgb) == line["rgb_sha256"]:
                 return rgb, f"messages/{png.name} (lossless, equal to the recorded fingerprint)", True
-    frames = json.loads((folder / "frames.json").read_text())
-    number = next(f["frame"] for f in frames["frames"] if f["step"] == step)
-    original = exact_frame(folder / "video.mp4", number, frames["fps"])
+    index = read_frame_index(folder / "frames.json")
+    if step not in index.frames:
+        raise EvidenceAltered(f"evidence altered: frames.json has no frame for step {step}")
+    number = index.frames[step]
+    original = exact_frame(folder / "video.mp4", number, index.fps)
     return original, f"video.mp4 frame {number} (H.264: lossy, so the count includes compression error)", False

@@ -4,7 +4,6 @@ and replay buttons."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +20,10 @@ from evaluator.execution.launching import (
     do_rerun,
     do_start_replay,
 )
-from evaluator.exports.media import OPEN_VIDEOS, ranged_file_response
+from evaluator.exports.media import OPEN_VIDEOS, EvidenceAltered, FrameIndex, ranged_file_response, read_frame_index
 from evaluator.live.hub import hub
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.models import Artifact, Attempt, Replay
-from evaluator.running.evidence import GOP
 from evaluator.running.verification import verify_attempt
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import PLAYBACK_SPEEDS, action_groups, attempt_contract
@@ -108,8 +106,8 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
         {
             "attempt": attempt.pk,
             "status": attempt.status,
-            "fps": frames["fps"] if frames else None,
-            "frames": [f["step"] for f in frames["frames"]] if frames else [],
+            "fps": frames.fps if frames else None,
+            "frames": list(frames.frames) if frames else [],
             "action_components": list(contract.component_names),
             "action_groups": action_groups(contract),
             "gripper": contract.gripper,
@@ -161,14 +159,16 @@ def _sent_files(attempt: Attempt) -> dict[int, list[str]]:
     return sent
 
 
-def _frame_index(attempt: Attempt) -> dict | None:
+def _frame_index(attempt: Attempt) -> FrameIndex | None:
     index = attempt.artifacts.filter(kind="frame_index").first()
     if index is None:
         return None
     try:
-        return json.loads((Path(settings.MEDIA_ROOT) / index.path).read_text())
-    except (OSError, ValueError):
-        raise Http404("evidence missing or altered: frames.json (manage.py verify-evidence)") from None
+        return read_frame_index(
+            Path(settings.MEDIA_ROOT) / index.path, _observations(attempt.status, attempt.environment_steps)
+        )
+    except EvidenceAltered as altered:
+        raise Http404(str(altered)) from None
 
 
 @login_required
@@ -203,17 +203,33 @@ def _stored_video(attempt_id: int) -> StoredVideo:
     status, evidence_dir = row
     if status != Attempt.Status.FINISHED:
         return _video_of(attempt_id)  # a running attempt has no video yet
-    return _finished_video(attempt_id, evidence_dir)
+    return _finished_video(attempt_id, evidence_dir, _file_version(Path(settings.MEDIA_ROOT) / evidence_dir))
+
+
+def _file_version(folder: Path) -> tuple[int, int] | None:
+    """The frame index's size and modification time: a file changed (or restored) since is looked up again."""
+    try:
+        stat = (folder / "frames.json").stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
 
 
 @functools.lru_cache(maxsize=256)
-def _finished_video(attempt_id: int, evidence_dir: str) -> StoredVideo:
+def _finished_video(attempt_id: int, evidence_dir: str, version: tuple[int, int] | None) -> StoredVideo:
     """A finished attempt's evidence never changes (the database refuses it): its lookup is kept, by its
-    evidence folder, which a new attempt never shares even after a database reset."""
+    evidence folder (which a new attempt never shares even after a database reset) and the frame index's
+    version, so that no lookup outlives the file it was read from."""
     return _video_of(attempt_id)
 
 
+def _observations(status: str, environment_steps: int) -> int | None:
+    """How many frames a finished attempt's video holds: its reset frame and one per executed step."""
+    return environment_steps + 1 if status == Attempt.Status.FINISHED else None
+
+
 def _video_of(attempt_id: int) -> StoredVideo:
+    status, steps = Attempt.objects.values_list("status", "environment_steps").get(pk=attempt_id)
     paths = dict(
         Artifact.objects.filter(attempt_id=attempt_id, kind__in=("frame_index", "video")).values_list("kind", "path")
     )
@@ -221,11 +237,10 @@ def _video_of(attempt_id: int) -> StoredVideo:
         raise Http404("this attempt has no video")
     media = Path(settings.MEDIA_ROOT)
     try:
-        index = json.loads((media / paths["frame_index"]).read_text())
-    except (OSError, ValueError):
-        raise Http404("evidence missing or altered: frames.json (manage.py verify-evidence)") from None
-    frames = {entry["step"]: entry["frame"] for entry in index["frames"]}
-    return StoredVideo(media / paths["video"], index["fps"], index.get("gop", GOP), frames)
+        index = read_frame_index(media / paths["frame_index"], _observations(status, steps))
+    except EvidenceAltered as altered:
+        raise Http404(str(altered)) from None
+    return StoredVideo(media / paths["video"], index.fps, index.gop, index.frames)
 
 
 @login_required
@@ -242,8 +257,10 @@ def thumbnail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     stored = _stored_video(attempt.pk)
     if not stored.frames:
         raise Http404("this attempt has no video")
-    # A campaign page shows a hundred of these: each is decoded once, then read from a file of its own.
-    cached = Path(settings.MEDIA_ROOT) / THUMBNAIL_CACHE / f"{attempt.evidence_dir}.png"
+    # A campaign page shows a hundred of these: each is decoded once, then read from a file of its own, named
+    # by the frame index's version too, so that a picture made from an altered index dies with it.
+    version = "-".join(map(str, _file_version(Path(settings.MEDIA_ROOT) / attempt.evidence_dir) or ()))
+    cached = Path(settings.MEDIA_ROOT) / THUMBNAIL_CACHE / f"{attempt.evidence_dir}-{version}.png"
     try:
         return _png_bytes_response(cached.read_bytes())
     except FileNotFoundError:
