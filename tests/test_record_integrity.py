@@ -363,3 +363,16 @@ def test_every_altered_frame_index_is_a_404_saying_so_and_a_restored_one_serves_
         assert again.status_code == 200, name
         if name != "timeline":
             assert again.content == served[name].content, name
+
+
+def test_an_attempt_closed_by_an_infrastructure_error_may_list_fewer_frames_never_more(tmp_path):
+    # A process that died, or a full disk, leaves the frames written whole: fewer than its observations.
+    from evaluator.exports.media import EvidenceAltered, read_frame_index
+
+    index = tmp_path / "frames.json"
+    index.write_text(json.dumps({"fps": 10.0, "gop": 25, "frames": [{"step": 0, "frame": 0}, {"step": 1, "frame": 1}]}))
+    assert read_frame_index(index, observations=5, exact=False).frames == {0: 0, 1: 1}
+    with pytest.raises(EvidenceAltered, match="2 frames for 5 observations"):
+        read_frame_index(index, observations=5)
+    with pytest.raises(EvidenceAltered, match="2 frames for 1 observations"):
+        read_frame_index(index, observations=1, exact=False)

@@ -23,6 +23,7 @@ from evaluator.execution.launching import (
 from evaluator.exports.media import OPEN_VIDEOS, EvidenceAltered, FrameIndex, ranged_file_response, read_frame_index
 from evaluator.live.hub import hub
 from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.scoring import Outcome
 from evaluator.records.models import Artifact, Attempt, Replay
 from evaluator.running.verification import verify_attempt
 from evaluator.web.access import require, viewable_attempt
@@ -164,9 +165,8 @@ def _frame_index(attempt: Attempt) -> FrameIndex | None:
     if index is None:
         return None
     try:
-        return read_frame_index(
-            Path(settings.MEDIA_ROOT) / index.path, _observations(attempt.status, attempt.environment_steps)
-        )
+        counts = _frames_of(attempt.status, attempt.environment_steps, attempt.outcome)
+        return read_frame_index(Path(settings.MEDIA_ROOT) / index.path, **counts)
     except EvidenceAltered as altered:
         raise Http404(str(altered)) from None
 
@@ -223,13 +223,16 @@ def _finished_video(attempt_id: int, evidence_dir: str, version: tuple[int, int]
     return _video_of(attempt_id)
 
 
-def _observations(status: str, environment_steps: int) -> int | None:
-    """How many frames a finished attempt's video holds: its reset frame and one per executed step."""
-    return environment_steps + 1 if status == Attempt.Status.FINISHED else None
+def _frames_of(status: str, environment_steps: int, outcome: str) -> dict:
+    """How many frames a finished attempt's video holds: its reset frame and one per executed step; at most that
+    many when an infrastructure error closed it (a process that died, a full disk) with the frames written whole."""
+    if status != Attempt.Status.FINISHED:
+        return {}
+    return {"observations": environment_steps + 1, "exact": outcome != Outcome.INFRASTRUCTURE_ERROR.value}
 
 
 def _video_of(attempt_id: int) -> StoredVideo:
-    status, steps = Attempt.objects.values_list("status", "environment_steps").get(pk=attempt_id)
+    counts = _frames_of(*Attempt.objects.values_list("status", "environment_steps", "outcome").get(pk=attempt_id))
     paths = dict(
         Artifact.objects.filter(attempt_id=attempt_id, kind__in=("frame_index", "video")).values_list("kind", "path")
     )
@@ -237,7 +240,7 @@ def _video_of(attempt_id: int) -> StoredVideo:
         raise Http404("this attempt has no video")
     media = Path(settings.MEDIA_ROOT)
     try:
-        index = read_frame_index(media / paths["frame_index"], _observations(status, steps))
+        index = read_frame_index(media / paths["frame_index"], **counts)
     except EvidenceAltered as altered:
         raise Http404(str(altered)) from None
     return StoredVideo(media / paths["video"], index.fps, index.gop, index.frames)
