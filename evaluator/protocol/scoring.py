@@ -47,6 +47,7 @@ class ErrorType(enum.Enum):
     NATIVE_RUNTIME = "native_runtime"
     WORKER_LOST = "worker_lost"
     POLICY_SETUP = "policy_setup"  # the policy could not be reached or loaded before its first call
+    EVIDENCE_WRITE = "evidence_write"  # an evidence file could not be written (a full disk): closed with the rest
     EVALUATOR = "evaluator"  # a fault of RSI itself: never the policy's
 
     @property
@@ -70,6 +71,7 @@ _INFRASTRUCTURE = frozenset(
         ErrorType.NATIVE_RUNTIME,
         ErrorType.WORKER_LOST,
         ErrorType.POLICY_SETUP,
+        ErrorType.EVIDENCE_WRITE,
         ErrorType.EVALUATOR,
     }
 )

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from evaluator.native.backends import BACKENDS, backend, benchmark_verdict
 from evaluator.native.probes import diagnose
-from evaluator.readiness.verdicts import workers_verdicts
+from evaluator.readiness.verdicts import media_space, workers_verdicts
 
 
 def host_report() -> dict:
     """What this host offers the workers, the scale-out executor's state, and the verdict per benchmark."""
     report = diagnose(backend("fetch").python(), backend("maniskill2").python())
-    return {**report, "scale_out": scale_out(), "benchmarks": {name: benchmark_verdict(name) for name in BACKENDS}}
+    benchmarks = {name: benchmark_verdict(name) for name in BACKENDS}
+    return {**report, "scale_out": scale_out(), "media_root": media_space(), "benchmarks": benchmarks}
 
 
 def scale_out() -> dict:

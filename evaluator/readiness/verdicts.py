@@ -16,9 +16,11 @@ until one starts). Those answers are kept RSI_WORKER_READINESS_TTL_S (default 30
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from evaluator.native.backends import benchmark_verdict
 from evaluator.protocol.errors import LaunchRefused
@@ -115,7 +117,35 @@ def _workers_readiness(benchmark: str) -> Readiness:
 
 
 def check_ready(benchmark: str) -> None:
-    """Cells that nothing here can run are refused with the reason, before they are created or start."""
+    """Cells that nothing here can run are refused with the reason, before they are created or start; so are
+    cells whose evidence the media root has no room for."""
+    check_media_space()
     verdict = readiness(benchmark)
     if not verdict.ready:
         raise LaunchRefused(f"this executor cannot run {benchmark}: {verdict.reason}")
+
+
+DEFAULT_MIN_FREE_MB = 500
+
+
+def media_space() -> dict:
+    """The media root's free space, and the least a cell may start with (RSI_MIN_FREE_MB, default 500)."""
+    from django.conf import settings
+
+    root = Path(settings.MEDIA_ROOT)
+    try:
+        least = max(0, int(os.environ.get("RSI_MIN_FREE_MB", DEFAULT_MIN_FREE_MB)))
+    except ValueError:
+        least = DEFAULT_MIN_FREE_MB
+    existing = next(folder for folder in (root, *root.parents) if folder.exists())  # made with the first evidence
+    free_mb = shutil.disk_usage(existing).free // (1 << 20)
+    return {"path": str(root), "free_mb": free_mb, "min_free_mb": least, "ok": free_mb >= least}
+
+
+def check_media_space() -> None:
+    space = media_space()
+    if not space["ok"]:
+        raise LaunchRefused(
+            f"the media root {space['path']} has {space['free_mb']} MB free, under RSI_MIN_FREE_MB="
+            f"{space['min_free_mb']}: free space there (or lower the setting) before starting cells"
+        )

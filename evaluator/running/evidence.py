@@ -14,11 +14,14 @@ provenance.json, manifest.json   what ran, and the sha256 and size of every file
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -38,6 +41,27 @@ cv2.setNumThreads(1)  # one frame at a time on the encoder's thread: OpenCV's ow
 GOP = 25
 RAW_VIDEO, RAW_INDEX = "video.h264", "video.h264.index.jsonl"  # while the episode runs
 SENT_SUFFIXES = {"application/json": ".json", "application/msgpack": ".msgpack"}
+# Held on disk while the episode runs and given back to close it: a disk that fills mid-episode still takes the
+# frame index, provenance, summary and manifest (a few KB; the manifest takes about 150 bytes a file).
+RESERVE, RESERVE_BYTES = ".reserve", 1 << 20
+
+
+class EvidenceWriteFailed(Exception):
+    """An evidence file that could not be written (a full disk, a media root gone read-only): the attempt ends as
+    an evidence_write infrastructure error and is closed with what was written."""
+
+    def __init__(self, name: str, error: OSError):
+        super().__init__(f"could not write {name}: [Errno {error.errno}] {error.strerror or error}")
+        self.name, self.errno = name, error.errno
+
+
+@contextlib.contextmanager
+def writing(name: str):
+    """EvidenceWriteFailed, naming the file, for any OSError while it is written."""
+    try:
+        yield
+    except OSError as exc:
+        raise EvidenceWriteFailed(name, exc) from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +121,8 @@ class VideoWriter:
         return self.count - 1
 
     def _raise_failure(self) -> None:
+        if isinstance(self._failure, OSError):
+            raise EvidenceWriteFailed(RAW_VIDEO, self._failure) from self._failure
         if self._failure is not None:
             raise RuntimeError(f"the video encoder failed: {self._failure!r}") from self._failure
 
@@ -173,24 +199,35 @@ def finish_video(root: Path, fps: Fraction) -> list[dict]:
     written = 0
     if index:
         mp4 = root / "video.mp4"
-        with (
-            av.open(str(raw), format="h264") as source,
-            av.open(str(mp4), mode="w", options={"movflags": "+faststart"}) as target,
-        ):
-            stream = target.add_stream_from_template(source.streams.video[0])
-            stream.time_base = 1 / fps
-            for packet in source.demux():
-                if packet.size == 0 or written == len(index):
-                    continue
-                packet.pts = packet.dts = written
-                packet.duration = 1
-                packet.time_base = 1 / fps
-                packet.stream = stream
-                target.mux(packet)
-                written += 1
+        try:
+            written = _remux(raw, mp4, fps, len(index))
+        except OSError:  # no room for the mp4 (a full disk): the raw stream and its index stay, as written
+            mp4.unlink(missing_ok=True)
+            return [{"frame": f["frame"], "step": f["step"], "time": float(f["frame"] / fps)} for f in index]
     raw.unlink()
     index_path.unlink(missing_ok=True)
     return [{"frame": f["frame"], "step": f["step"], "time": float(f["frame"] / fps)} for f in index[:written]]
+
+
+def _remux(raw: Path, mp4: Path, fps: Fraction, frames: int) -> int:
+    """The raw stream's first `frames` frames as mp4 (faststart); how many it holds."""
+    written = 0
+    with (
+        av.open(str(raw), format="h264") as source,
+        av.open(str(mp4), mode="w", options={"movflags": "+faststart"}) as target,
+    ):
+        stream = target.add_stream_from_template(source.streams.video[0])
+        stream.time_base = 1 / fps
+        for packet in source.demux():
+            if packet.size == 0 or written == frames:
+                continue
+            packet.pts = packet.dts = written
+            packet.duration = 1
+            packet.time_base = 1 / fps
+            packet.stream = stream
+            target.mux(packet)
+            written += 1
+    return written
 
 
 class EvidenceWriter:
@@ -206,6 +243,8 @@ class EvidenceWriter:
             return
         self.root.mkdir(parents=True, exist_ok=False)  # an attempt's evidence is never overwritten
         (self.root / "messages").mkdir()
+        with writing(RESERVE), (self.root / RESERVE).open("wb") as reserve:
+            os.posix_fallocate(reserve.fileno(), 0, RESERVE_BYTES)
         self.decisions = (self.root / "decisions.jsonl").open("w")
         self.steps = (self.root / "steps.jsonl").open("w")
         # Hashing a frame, encoding a message's PNG and writing steps.jsonl take milliseconds: one thread
@@ -218,8 +257,19 @@ class EvidenceWriter:
     def native_log(self) -> Path:
         return self.root / "native.log"
 
+    def _check_written(self) -> None:
+        """What the evidence thread could not write (EvidenceWriteFailed), raised on the episode's thread."""
+        pending = []
+        for written in self._writes:
+            if written.done():
+                written.result()
+            else:
+                pending.append(written)
+        self._writes = pending
+
     def frame(self, step: int, observation: NativeObservation) -> None:
         if self.steps is not None:
+            self._check_written()
             self._fingerprints[step] = self._hashing.submit(observation_record, observation)
             if step == 0:
                 reset = {"index": 0, "reset": True, "instruction": observation.instruction}
@@ -230,25 +280,28 @@ class EvidenceWriter:
         """On the evidence thread, after the hashing of these steps' frames (its tasks run in order)."""
         for fields in lines:
             fields.update(self._fingerprints.pop(fields["index"]).result())
-            self.steps.write(json.dumps(jsonable(fields)) + "\n")
-        self.steps.flush()
+            with writing("steps.jsonl"):
+                self.steps.write(json.dumps(jsonable(fields)) + "\n")
+        with writing("steps.jsonl"):
+            self.steps.flush()
 
     def start(self, start: EpisodeStart) -> None:
         """What the policy is told once per episode (network transports repeat it in every request)."""
         told = {**dataclasses.asdict(start), "sensors": list(start.sensors)}
-        (self.root / "messages" / "start.json").write_text(json.dumps(jsonable(told), indent=1))
+        with writing("messages/start.json"):
+            (self.root / "messages" / "start.json").write_text(json.dumps(jsonable(told), indent=1))
 
     def sent(self, call: int, requests: list[SentRequest]) -> None:
         """Each request body of a call byte for byte, as the transport sent it."""
         for number, request in enumerate(requests, start=1):
-            suffix = SENT_SUFFIXES.get(request.media_type, ".bin")
-            with (self.root / "messages" / f"call-{call:04d}.sent-{number}{suffix}").open("xb") as sent:
+            name = f"messages/call-{call:04d}.sent-{number}{SENT_SUFFIXES.get(request.media_type, '.bin')}"
+            with writing(name), (self.root / name).open("xb") as sent:
                 sent.writelines(request.parts)
 
     def message(self, call: int, message: MailboxMessage) -> None:
         stem = self.root / "messages" / f"call-{call:04d}"
         # The same PNG bytes as a PNG transport sends (encoded once, whichever asks first).
-        self._writes.append(self._hashing.submit(lambda: stem.with_suffix(".png").write_bytes(message.png)))
+        self._writes.append(self._hashing.submit(_write_bytes, stem.with_suffix(".png"), lambda: message.png))
         visible = {
             "token": message.token,
             "instruction": message.instruction,
@@ -257,33 +310,63 @@ class EvidenceWriter:
             "counters": dict(message.counters),
             "feedback": message.feedback,
         }
-        stem.with_suffix(".json").write_text(json.dumps(visible, indent=1))
+        with writing(f"messages/{stem.name}.json"):
+            stem.with_suffix(".json").write_text(json.dumps(visible, indent=1))
 
     def decision(self, record: DecisionRecord) -> None:
+        self._check_written()
         fields = {k: v for k, v in dataclasses.asdict(record).items() if k != "steps"}
-        self.decisions.write(json.dumps(fields) + "\n")
-        self.decisions.flush()
+        with writing("decisions.jsonl"):
+            self.decisions.write(json.dumps(fields) + "\n")
+            self.decisions.flush()
         lines = [dataclasses.asdict(step) for step in record.steps]
         self._writes.append(self._hashing.submit(self._write_steps, lines))
 
-    def close(self, provenance: dict, summary: dict) -> list[ArtifactFile]:
-        """Finish every file and write the manifest; whatever the outcome, evidence is kept."""
-        self.video.close()
+    def flush(self) -> EvidenceWriteFailed | None:
+        """Every frame encoded and every line and image written, the files closed: the first write that failed,
+        if one did (the episode may not have heard of it yet)."""
+        failures = []
+        try:
+            self.video.close()
+        except EvidenceWriteFailed as failure:
+            failures.append(failure)
         if self.steps is not None:
             self._hashing.shutdown()
             for written in self._writes:
-                written.result()  # a steps line or message image that could not be written fails the close
-        for handle in (self.decisions, self.steps):
-            if handle is not None:
-                handle.close()
+                if isinstance(written.exception(), EvidenceWriteFailed):
+                    failures.append(written.exception())
+                else:
+                    written.result()  # anything else is a fault of RSI's and is raised
+            self._writes = []
+        for name, handle in (("decisions.jsonl", self.decisions), ("steps.jsonl", self.steps)):
+            if handle is not None and not handle.closed:
+                try:
+                    with writing(name):
+                        handle.close()
+                except EvidenceWriteFailed as failure:
+                    failures.append(failure)
+        return failures[0] if failures else None
+
+    def close(self, provenance: dict, summary: dict) -> list[ArtifactFile]:
+        """Finish every file and write the manifest; whatever the outcome, evidence is kept. The reserve is given
+        back first, so a full disk still takes the closing files; a video that then has no room for its mp4 stays
+        the raw stream it was written as."""
+        self.flush()
+        (self.root / RESERVE).unlink(missing_ok=True)
         frames = finish_video(self.root, self.video.fps)
-        (self.root / "frames.json").write_text(json.dumps({"fps": float(self.video.fps), "gop": GOP, "frames": frames}))
-        (self.root / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
-        (self.root / "summary.json").write_text(json.dumps(summary, indent=1))
+        index = {"fps": float(self.video.fps), "gop": GOP, "frames": frames}
+        for name, text in (
+            ("frames.json", json.dumps(index)),
+            ("provenance.json", json.dumps(provenance, indent=1, sort_keys=True)),
+            ("summary.json", json.dumps(summary, indent=1)),
+        ):
+            with writing(name):
+                (self.root / name).write_text(text)
         manifest = self.root / "manifest.json"  # a dead process may have written one already: listed once
         files = [path for path in sorted(self.root.rglob("*")) if path.is_file() and path != manifest]
         artifacts = [self._describe(path) for path in files]
-        manifest.write_text(json.dumps([dataclasses.asdict(a) for a in artifacts], indent=1))
+        with writing("manifest.json"):
+            manifest.write_text(json.dumps([dataclasses.asdict(a) for a in artifacts], indent=1))
         return artifacts + [self._describe(manifest)]
 
     def _describe(self, path: Path) -> ArtifactFile:
@@ -302,6 +385,12 @@ class EvidenceWriter:
         return ArtifactFile(
             path=str(path.relative_to(self.media_root)), kind=kind, sha256=sha256_of(path), size=path.stat().st_size
         )
+
+
+def _write_bytes(path: Path, data: Callable[[], bytes]) -> None:
+    """On the evidence thread: a file of `data()`'s bytes, or EvidenceWriteFailed naming it."""
+    with writing(f"messages/{path.name}"):
+        path.write_bytes(data())
 
 
 def observation_record(observation: NativeObservation) -> dict:

@@ -28,7 +28,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, family
 from evaluator.protocol.registry import action_contract
-from evaluator.protocol.scoring import ErrorType, StepResult, TerminationReason, score_episode
+from evaluator.protocol.scoring import ErrorType, Outcome, StepResult, TerminationReason, score_episode
 from evaluator.records.models import (
     Artifact,
     Attempt,
@@ -38,7 +38,7 @@ from evaluator.records.models import (
 )
 from evaluator.records.runners import this_process
 from evaluator.running.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
-from evaluator.running.evidence import EvidenceWriter
+from evaluator.running.evidence import EvidenceWriteFailed, EvidenceWriter
 from evaluator.running.heartbeats import Heartbeat
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -253,6 +253,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         error_type = getattr(failure, "error_type", ErrorType.INSTALL)
         detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")
         result = _failed_before_control(budget.native_horizon, error_type, detail)
+    except EvidenceWriteFailed as failure:  # a full disk: closed with what was written and recorded
+        result = result_from_records(attempt, ErrorType.EVIDENCE_WRITE, str(failure))
     except Exception:
         # A fault of RSI itself: close the attempt as such with what was recorded, and let it surface.
         result = result_from_records(attempt, ErrorType.EVALUATOR, traceback.format_exc())
@@ -360,7 +362,11 @@ def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, p
 
 def store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
     """Close the evidence, then store the result with its artifact rows in one transaction; recovery stores a lost
-    attempt's result with it too."""
+    attempt's result with it too. Evidence that could not be written whole makes the result an evidence_write
+    error, whatever the episode's own end: the rest of its evidence could not back it."""
+    failure = evidence.flush()
+    if failure is not None and result.score.outcome is not Outcome.INFRASTRUCTURE_ERROR:
+        result = result_from_records(attempt, ErrorType.EVIDENCE_WRITE, str(failure))
     score = result.score
     fields = {
         "outcome": score.outcome.value,

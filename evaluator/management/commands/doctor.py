@@ -54,6 +54,9 @@ class Command(BaseCommand):
         for name, env in report["environments"].items():
             if name != "simpler_env_upstream":
                 self.stdout.write(f"{name + ' env':<22}{env['python']}  {env['packages']}")
+        media = report["media_root"]
+        space = f"{media['free_mb']} MB free (cells start with at least RSI_MIN_FREE_MB={media['min_free_mb']})"
+        self.stdout.write(f"media root            {media['path']}: {space}{'' if media['ok'] else ': TOO LITTLE'}")
         self.stdout.write("")
         for name, verdict in report["benchmarks"].items():
             status = self.style.SUCCESS("ready") if verdict["ready"] else self.style.WARNING("not ready")
