@@ -30,6 +30,7 @@ application = ProtocolTypeRouter(
     }
 )
 
-from rsi_site.serving import settle  # noqa: E402
+from rsi_site.serving import settle, stop_gracefully  # noqa: E402
 
 settle()
+stop_gracefully()

@@ -18,6 +18,21 @@ def settle() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+def stop_gracefully() -> None:
+    """Under daphne (Twisted), a SIGTERM (a deploy's restart) first stops the embedded executor: no queued cell
+    starts, and the running attempts end at their next decision as `interrupted`, closed with their evidence,
+    within RSI_SHUTDOWN_GRACE_S; then the server stops. With Celery workers the web process runs no attempt."""
+    from django.conf import settings
+
+    if settings.RSI_EXECUTOR != "embedded" or "twisted.internet.reactor" not in sys.modules:
+        return
+    from twisted.internet import reactor, threads
+
+    from evaluator.execution.executor import stop_for_shutdown
+
+    reactor.addSystemEventTrigger("before", "shutdown", threads.deferToThread, stop_for_shutdown)
+
+
 # The embedded executor's rollouts share this process's interpreter lock with the server's event loop.
 # A rollout thread woken by its worker's pipe waits for the lock up to the switch interval (5 ms by
 # default) while the loop sends live events: with 10 viewers that was a third of the rollout's time.

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
+import signal
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -24,11 +26,38 @@ from django.db import close_old_connections
 from evaluator.exports.replay import run_replay
 from evaluator.records.models import Attempt, Replay
 from evaluator.records.runners import queue_name, this_process
+from evaluator.running.interrupts import request_stop
 from evaluator.running.recorder import do_run_attempt
 from rsi_site.celery import app
 
 log = logging.getLogger(__name__)
 _pool = ThreadPoolExecutor(max_workers=int(os.environ.get("RSI_EXECUTOR_WORKERS", "1")), thread_name_prefix="rsi-run")
+_jobs: set[Future] = set()  # the pool's jobs not yet done
+_jobs_lock = threading.Lock()
+SHUTDOWN_GRACE_S = 30.0  # RSI_SHUTDOWN_GRACE_S
+
+
+def _in_pool(job, *args) -> None:
+    future = _pool.submit(job, *args)
+    with _jobs_lock:
+        _jobs.add(future)
+    future.add_done_callback(lambda done: _jobs.discard(done))
+
+
+def stop_for_shutdown(reason: str = "SIGTERM: the server is stopping") -> list[Future]:
+    """The embedded executor's part of a server's shutdown: no queued job starts (its attempt stays queued, and the
+    next start-up's recovery puts it back to pending); the running ones end at their next decision as
+    `interrupted` and are closed with their evidence, waited for RSI_SHUTDOWN_GRACE_S (default 30). Returns the
+    jobs still running after that (their attempts are then left to the next start-up's recovery)."""
+    request_stop(signal.SIGTERM, reason)
+    _pool.shutdown(wait=False, cancel_futures=True)
+    try:
+        grace = float(os.environ.get("RSI_SHUTDOWN_GRACE_S", SHUTDOWN_GRACE_S))
+    except ValueError:
+        grace = SHUTDOWN_GRACE_S
+    with _jobs_lock:
+        running = [job for job in _jobs if not job.cancelled()]
+    return list(wait(running, timeout=grace).not_done)
 
 
 def queued_runner(benchmark: str) -> str:
@@ -52,7 +81,7 @@ def submit(attempt_id: int, benchmark: str) -> None:
     if settings.RSI_EXECUTOR == "celery":
         app.send_task("rsi.run_attempt", args=[attempt_id], queue=queue_name(benchmark))  # execution/tasks.py
     else:
-        _pool.submit(run, attempt_id)
+        _in_pool(run, attempt_id)
 
 
 def run_replay_job(replay_id: int) -> None:
@@ -72,4 +101,4 @@ def submit_replay(replay_id: int, benchmark: str) -> None:
     if settings.RSI_EXECUTOR == "celery":
         app.send_task("rsi.run_replay", args=[replay_id], queue=queue_name(benchmark))
     else:
-        _pool.submit(run_replay_job, replay_id)
+        _in_pool(run_replay_job, replay_id)

@@ -48,6 +48,7 @@ class ErrorType(enum.Enum):
     WORKER_LOST = "worker_lost"
     POLICY_SETUP = "policy_setup"  # the policy could not be reached or loaded before its first call
     EVIDENCE_WRITE = "evidence_write"  # an evidence file could not be written (a full disk): closed with the rest
+    INTERRUPTED = "interrupted"  # the process running it was asked to stop (Ctrl-C, SIGTERM)
     EVALUATOR = "evaluator"  # a fault of RSI itself: never the policy's
 
     @property
@@ -72,6 +73,7 @@ _INFRASTRUCTURE = frozenset(
         ErrorType.WORKER_LOST,
         ErrorType.POLICY_SETUP,
         ErrorType.EVIDENCE_WRITE,
+        ErrorType.INTERRUPTED,
         ErrorType.EVALUATOR,
     }
 )

@@ -35,6 +35,7 @@ from evaluator.protocol.scoring import (
     error_type_for,
     score_episode,
 )
+from evaluator.running.interrupts import stop_requested
 
 
 class NativeEnv(Protocol):
@@ -189,6 +190,8 @@ class _Episode:
                 return TerminationReason.NATIVE_TERMINATION
             if stop := self.budget_stop():
                 return stop
+            if (request := stop_requested()) is not None:
+                return self.fail(ErrorType.INTERRUPTED, f"interrupted: {request.reason}")
             directive = self.spec.control.checkpoint() if self.spec.control else None
             if directive is not None and directive.stop:
                 return TerminationReason.HUMAN_STOP

@@ -11,6 +11,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.catalog_sync import sync_catalog
 from evaluator.records.queries import attempt_record
+from evaluator.running.interrupts import StopRequest, stop_requested, stopping_on_signals
 from evaluator.running.recorder import do_run_attempt
 
 
@@ -68,7 +69,16 @@ class Command(DatabaseCommand):
         except ProtocolError as exc:
             raise CommandError(str(exc), returncode=2) from None
         progress = None if options["no_progress"] else ProgressBar(self.stderr)
-        attempt = do_run_attempt(campaign.attempts.get(), progress=progress)
+        attempt = campaign.attempts.get()
+
+        def announce(request: StopRequest) -> None:
+            self.stderr.write(
+                f"\n{request.reason}: attempt {attempt.pk} stops at its next decision and is closed with its evidence "
+                "(again to quit at once: the attempt is then left to `manage.py recover`)"
+            )
+
+        with stopping_on_signals(announce):
+            attempt = do_run_attempt(attempt, progress=progress)
         if progress:
             progress.close()
         record = attempt_record(attempt)
@@ -79,3 +89,8 @@ class Command(DatabaseCommand):
                 if key != "artifacts":
                     self.stdout.write(f"{key:<24} {value}")
             self.stdout.write(f"{'artifacts':<24} {Path(settings.MEDIA_ROOT) / attempt.evidence_dir}/")
+        if (request := stop_requested()) is not None:
+            self.stderr.write(
+                f"attempt {attempt.pk} was closed as {attempt.error_type or 'it ended'} ({request.reason})"
+            )
+            raise SystemExit(request.exit_status)
