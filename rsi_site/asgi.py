@@ -8,10 +8,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 django_asgi_app = get_asgi_application()
 
 from evaluator.execution.media_probe import probe_at_web_startup  # noqa: E402
-from evaluator.running.recovery import recover_at_startup  # noqa: E402
+from evaluator.running.recovery import reap_periodically, recover_at_startup  # noqa: E402
 
-# This process is the embedded executor's home: close what a killed predecessor left running.
+# This process is the embedded executor's home: close what a killed predecessor left running, and, while it
+# serves, what a process killed meanwhile left (a `manage.py evaluate` killed outright).
 recover_at_startup()
+reap_periodically()
 # With Celery workers: record this process's media root for their start-up check.
 probe_at_web_startup()
 

@@ -203,3 +203,36 @@ def test_a_process_killed_while_storing_its_result_stores_none_of_it_and_the_rea
     assert (attempt.status, attempt.error_type) == ("finished", "worker_lost")
     paths = list(attempt.artifacts.values_list("path", flat=True))
     assert len(paths) == len(set(paths)) and any(path.endswith("/manifest.json") for path in paths)
+
+
+def test_the_running_server_reaps_an_evaluate_killed_outright(tmp_path, slow_policy):
+    # Hostile input, third round, 12: "A `manage.py evaluate` killed with -9 while the server runs stays `running`
+    # ... until someone runs `recover`: the embedded server reaps stale heartbeats periodically too."
+    import subprocess
+    import sys
+
+    from tests.servers.site import ROOT
+
+    env = site_env(tmp_path, RSI_RECOVER_AT_STARTUP="1", RSI_REAP_INTERVAL_S="1", RSI_HEARTBEAT_LIMIT_S="3")
+    db = tmp_path / "db.sqlite3"
+    set_up_site(env)
+    server = DaphneServer(tmp_path, env)
+    server.start()
+    try:
+        command = [sys.executable, "manage.py", "evaluate", "fetch", "--task", "reach", "--seed", "0", "--no-progress"]
+        evaluate = subprocess.Popen(
+            [*command, "--policy", slow_policy.url, "--replan-interval", "1"],
+            cwd=ROOT,
+            env={**env, "RSI_HEARTBEAT_S": "0.5"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait(lambda: _count(db, "evaluator_decision", 1) >= 3, 120, "the third decision")
+        evaluate.kill()
+        evaluate.wait(timeout=15)
+        (attempt,) = _wait(lambda: [a for a in _attempts(db) if a["status"] == "finished"], 30, "the reaper")
+    finally:
+        server.stop()
+    assert (attempt["outcome"], attempt["error_type"]) == ("infrastructure_error", "worker_lost")
+    assert "stopped writing its heartbeat" in attempt["error_detail"]
+    assert "Traceback" not in server.log()

@@ -15,11 +15,13 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -57,7 +59,8 @@ def recover() -> Recovery:
 
 def reap_lost_attempts(limit_s: float | None = None) -> list[int]:
     """Close running attempts, on any host, whose heartbeat is older than the limit (RSI_HEARTBEAT_LIMIT_S):
-    their worker died or hangs. Run by celery beat (rsi.reap) and by `manage.py reap`."""
+    their worker died or hangs. Run by celery beat (rsi.reap), by the embedded server (reap_periodically) and by
+    `manage.py reap`."""
     limit = heartbeat_limit() if limit_s is None else limit_s
     cutoff = timezone.now() - datetime.timedelta(seconds=limit)
     stale = Attempt.objects.filter(status=Attempt.Status.RUNNING).filter(
@@ -108,3 +111,28 @@ def recover_at_startup() -> None:
         log.warning(
             "recovery: closed attempts %s as worker_lost; cells %s back to pending", report.closed, report.requeued
         )
+
+
+def reap_periodically() -> threading.Thread | None:
+    """The embedded server's reaper, beside its recovery at start-up: every RSI_REAP_INTERVAL_S (default 30) it
+    closes the running attempts whose heartbeat went stale, such as a `manage.py evaluate` killed outright while the
+    server runs. Celery deployments run the same reaper from celery beat."""
+    if os.environ.get("RSI_RECOVER_AT_STARTUP", "1") == "0":
+        return None
+    interval = float(os.environ.get("RSI_REAP_INTERVAL_S", "30"))
+
+    def reap_forever() -> None:
+        while True:
+            time.sleep(interval)
+            close_old_connections()
+            try:
+                closed = reap_lost_attempts()
+            except DatabaseError as exc:  # a database that went away comes back: the next pass tries again
+                log.warning("reaper: %s", exc)
+                continue
+            if closed:
+                log.warning("reaper: closed attempts %s as worker_lost", closed)
+
+    reaper = threading.Thread(target=reap_forever, name="rsi-reaper", daemon=True)
+    reaper.start()
+    return reaper
