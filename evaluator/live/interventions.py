@@ -35,7 +35,9 @@ def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list 
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
     with transaction.atomic():
         if kind != "action":
-            Intervention.objects.create(attempt=attempt, user=user, kind=kind, step_index=step, note=note)
+            Intervention.objects.create(
+                attempt=attempt, user=user, username=user.username, kind=kind, step_index=step, note=note
+            )
             if kind in WITHDRAWS_AUTONOMY:
                 Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
         event = {

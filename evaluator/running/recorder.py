@@ -386,7 +386,10 @@ def store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWrit
         "accounting": result.accounting,
     }
     attempt.provenance = provenance
-    artifacts = evidence.close(provenance, {"attempt": attempt.pk, **fields})
+    # Who intervened, as named then (and their id), kept in summary.json beside the records.
+    fields_kept = ("kind", "step_index", "note", "username", "user_id")
+    interventions = list(attempt.interventions.order_by("created_at").values(*fields_kept))
+    artifacts = evidence.close(provenance, {"attempt": attempt.pk, **fields, "interventions": interventions})
     for key, value in fields.items():
         setattr(attempt, key, value)
     attempt.status = Attempt.Status.FINISHED

@@ -23,7 +23,7 @@ class DecisionInline(ReadOnlyInline):
 
 class InterventionInline(ReadOnlyInline):
     model = models.Intervention
-    fields = ("kind", "user", "step_index", "note", "created_at")
+    fields = ("kind", "username", "user", "step_index", "note", "created_at")
     readonly_fields = fields
 
 
@@ -160,7 +160,7 @@ class StepAdmin(ViewOnlyAdmin):
 
 @admin.register(models.Intervention)
 class InterventionAdmin(ViewOnlyAdmin):
-    list_display = ("attempt", "kind", "user", "step_index", "created_at")
+    list_display = ("attempt", "kind", "username", "step_index", "created_at")
     list_filter = ("kind",)
     readonly_fields = [f.name for f in models.Intervention._meta.fields]
 

@@ -223,6 +223,9 @@ class Intervention(AttemptRecord):
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="interventions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    username = models.CharField(
+        max_length=150, editable=False, help_text="Who intervened, as named then: a later rename changes nothing."
+    )
     kind = models.CharField(max_length=10, choices=Kind.choices)
     step_index = models.PositiveIntegerField(help_text="Executed steps when it happened.")
     note = models.TextField(blank=True)

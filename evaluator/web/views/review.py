@@ -135,11 +135,11 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
                 {
                     "kind": i.kind,
                     "step": i.step_index,
-                    "user": i.user.username,
+                    "user": i.username,
                     "note": i.note,
                     "at": i.created_at.isoformat(),
                 }
-                for i in attempt.interventions.select_related("user").order_by("created_at")
+                for i in attempt.interventions.order_by("created_at")
             ],
             "error": {"type": attempt.error_type, "detail": attempt.error_detail[:2000]}
             if attempt.error_type

@@ -1,0 +1,49 @@
+"""Who intervened is kept as it was (issue "Hostile input and faults, third round", 13): "Who intervened is a user
+foreign key only: renaming the user in the admin rewrote 'who' on a finished attempt. Record the user name (and id)
+in the intervention row and the evidence at the time.\""""
+
+import json
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from evaluator.live.interventions import do_intervene
+from evaluator.policies.base import Policy, PolicyReply
+from evaluator.records.models import Attempt, Intervention
+
+
+class Watched(Policy):
+    """At its second call an intervener notes something; at its third, stops the attempt."""
+
+    user = None
+
+    def act(self, message):
+        attempt = Attempt.objects.get(status="running")
+        calls = message.counters["policy_calls"]
+        if calls == 1:
+            do_intervene(self.user, attempt.pk, "annotate", note="the gripper slips")
+        elif calls == 2:
+            do_intervene(self.user, attempt.pk, "stop")
+        return PolicyReply({"actions": [[0.0, 0.0, 0.0, 0.0]]})
+
+
+def test_renaming_an_intervener_later_changes_no_record_of_who_intervened(
+    run_cell, register_policy, admin_client, media_root
+):
+    user = get_user_model().objects.create_user("ivan")
+    user.groups.add(Group.objects.get(name="intervener"))
+    Watched.user = user
+    register_policy("watched", Watched)
+    attempt = run_cell(policy="watched", budget_mode="decisions", max_policy_calls=8, replan_interval=1)
+    assert attempt.termination_reason == "human_stop" and attempt.interventions.count() == 2
+    user.username = "mallory"  # as the admin would rename them
+    user.save()
+    assert list(Intervention.objects.values_list("username", flat=True)) == ["ivan", "ivan"]
+    timeline = admin_client.get(reverse("evaluator:timeline", args=[attempt.pk])).json()
+    assert [i["user"] for i in timeline["interventions"]] == ["ivan", "ivan"]
+    summary = json.loads((media_root / attempt.artifacts.get(kind="summary").path).read_text())
+    assert summary["interventions"] == [
+        {"kind": "annotate", "step_index": 1, "note": "the gripper slips", "username": "ivan", "user_id": user.pk},
+        {"kind": "stop", "step_index": 2, "note": "", "username": "ivan", "user_id": user.pk},
+    ]
