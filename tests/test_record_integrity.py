@@ -376,3 +376,11 @@ def test_an_attempt_closed_by_an_infrastructure_error_may_list_fewer_frames_neve
         read_frame_index(index, observations=5)
     with pytest.raises(EvidenceAltered, match="2 frames for 1 observations"):
         read_frame_index(index, observations=1, exact=False)
+
+
+def test_a_file_added_to_the_evidence_folder_is_reported_by_name(finished, media_root):
+    # Hostile input, third round, 14: "A file added to an evidence folder is not reported by `verify-evidence`:
+    # report files the manifest does not list."
+    (media_root / finished.evidence_dir / "messages" / "call-0099.png").write_bytes(b"\x89PNG planted")
+    code, out = _verify(str(finished.pk))
+    assert code == 1 and "messages/call-0099.png: not in the manifest" in out

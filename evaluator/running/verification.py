@@ -3,7 +3,8 @@
 Every stored file has an Artifact row with its size and sha256, and manifest.json lists the same.
 Sizes are cheap and checked on every review; hashes read every byte and are checked on demand
 (`manage.py verify-evidence`, the review page's "verify" link). A file that is missing, of another
-size or another hash, or a manifest that no longer matches the records, is reported by name.
+size or another hash, a file in the evidence folder that the manifest does not list, or a manifest that no longer
+matches the records, is reported by name.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def verify_attempt(attempt: Attempt, hashes: bool = False) -> Verification:
         elif hashes and record.kind != "manifest" and sha256_of(path) != record.sha256:
             altered = True
             report.problems.append(f"{record.name}: sha256 differs from the recorded one")
+    folder = media / attempt.evidence_dir
+    recorded_paths = {media / record.path for record in records}
+    for path in sorted(folder.rglob("*")) if attempt.evidence_dir and folder.is_dir() else []:
+        if path.is_file() and path not in recorded_paths:
+            altered = True
+            report.problems.append(f"{path.relative_to(folder)}: not in the manifest (added since it was written)")
     manifest = next((r for r in records if r.kind == "manifest"), None)
     if manifest is None:
         missing = True
