@@ -214,3 +214,38 @@ def test_on_the_feedback_track_a_bad_reply_consumes_one_call(run_spec, servers, 
         assert first_request["image"]["data"] == second_request["image"]["data"]
         assert second_request["counters"]["environment_steps"] == 0
         assert len(second_request["feedback"]) <= 200
+
+
+def test_the_torchscript_host_loads_the_very_bytes_it_hashes(tmp_path):
+    # Hostile input, third round, 15: "TorchScript loads the module from its path, then reads the file again to hash
+    # it: hash the bytes, then load those same bytes." A named pipe gives its bytes once: a second read gets none.
+    import hashlib
+    import os
+    import threading
+
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    from evaluator.policies import torch_host
+
+    class Doubles(torch.nn.Module):
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return torch.ones(1, 4) * 2
+
+    saved = tmp_path / "doubles.pt"
+    torch.jit.script(Doubles()).save(str(saved))
+    data = saved.read_bytes()
+    pipe = tmp_path / "module.pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_bytes(data))
+    writer.start()
+    # A host that reads the path twice would wait for a second writer: after 10 s one comes, with no bytes.
+    unblock = threading.Timer(10, lambda: pipe.open("wb").close())
+    unblock.daemon = True
+    unblock.start()
+    try:
+        loaded, _ = torch_host.load({"path": str(pipe)}, {})
+    finally:
+        unblock.cancel()
+    writer.join(timeout=10)
+    assert loaded["sha256"] == hashlib.sha256(data).hexdigest()
+    _, out = torch_host.act({}, {"image": np.zeros((4, 4, 3), dtype=np.uint8)})
+    assert out["actions"].tolist() == [[2.0, 2.0, 2.0, 2.0]]

@@ -7,6 +7,7 @@ returns a float tensor of actions, shape (N, D) for a chunk of N actions.
 """
 
 import hashlib
+import io
 import sys
 from pathlib import Path
 
@@ -21,11 +22,11 @@ def load(request, arrays):
         import torch
     except ImportError:
         raise NativeError("install", "torch is not installed (pip install -r requirements-torch.txt)") from None
-    path = Path(request["path"])
+    data = Path(request["path"]).read_bytes()  # read once: the bytes hashed are the bytes loaded
     state["device"] = torch.device(request.get("device", "cpu"))
-    state["module"] = torch.jit.load(str(path), map_location=state["device"]).eval()
+    state["module"] = torch.jit.load(io.BytesIO(data), map_location=state["device"]).eval()
     state["torch"] = torch
-    return {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "torch": torch.__version__}, {}
+    return {"sha256": hashlib.sha256(data).hexdigest(), "torch": torch.__version__}, {}
 
 
 def act(request, arrays):
