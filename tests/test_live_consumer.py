@@ -128,6 +128,25 @@ def test_a_user_without_the_watch_permission_is_refused(setup):
     asyncio.run(scenario())
 
 
+def test_a_socket_for_an_attempt_or_campaign_that_does_not_exist_is_refused(setup):
+    # Hostile input, third round, 18: "The live socket accepts attempt 999999 and answers `state: null`: refuse
+    # unknown attempts."
+    from rsi_site.asgi import application
+
+    _, session = _user("walt", "watcher", "reviewer")
+    cookie = f"sessionid={session}".encode()
+    headers = [(b"origin", b"http://testserver"), (b"host", b"testserver"), (b"cookie", cookie)]
+
+    async def scenario():
+        codes = []
+        for path in ("/ws/attempts/999999/live/", "/ws/campaigns/999999/progress/"):
+            connected, code = await WebsocketCommunicator(application, path, headers=headers).connect()
+            codes.append((connected, code))
+        return codes
+
+    assert asyncio.run(scenario()) == [(False, 4404), (False, 4404)]
+
+
 @pytest.mark.parametrize(
     "origin",
     [b"http://testserver:9999", b"https://testserver", b"http://evil.example", b"null"],

@@ -23,7 +23,7 @@ from evaluator.live.interventions import do_intervene
 from evaluator.live.memory import campaign_group_name, group_name
 from evaluator.protocol.actions import MAX_NESTING, nests_deeper
 from evaluator.protocol.errors import ProtocolError
-from evaluator.records.models import Attempt
+from evaluator.records.models import Attempt, Campaign
 
 MAX_MESSAGE_CHARS = 10_000
 
@@ -40,6 +40,11 @@ def _stored_state(attempt_id: int) -> dict | None:
         .values("status", "outcome", "error_type", "autonomous", "environment_steps", "policy_calls")
         .first()
     )
+
+
+@database_sync_to_async
+def _exists(model, pk: int) -> bool:
+    return model.objects.filter(pk=pk).exists()
 
 
 @database_sync_to_async
@@ -62,6 +67,9 @@ class LiveAttemptConsumer(AsyncJsonWebsocketConsumer):
         self.attempt_id = int(self.scope["url_route"]["kwargs"]["attempt_id"])
         if not await _can(self.scope["user"], "watch_attempt"):
             await self.close(code=4403)
+            return
+        if not await _exists(Attempt, self.attempt_id):
+            await self.close(code=4404)  # no such attempt: nothing to watch
             return
         hub.attach_loop(asyncio.get_running_loop())
         self.group = group_name(self.attempt_id)
@@ -157,6 +165,9 @@ class CampaignProgressConsumer(AsyncJsonWebsocketConsumer):
         self.campaign_id = int(self.scope["url_route"]["kwargs"]["campaign_id"])
         if not await _can(self.scope["user"], "view_campaign"):
             await self.close(code=4403)
+            return
+        if not await _exists(Campaign, self.campaign_id):
+            await self.close(code=4404)
             return
         hub.attach_loop(asyncio.get_running_loop())
         self.group = campaign_group_name(self.campaign_id)
