@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.core import checks
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate, pre_migrate
 
@@ -17,6 +18,20 @@ def keep_sqlite_private(sender, connection, **kwargs) -> None:
     for path in (Path(name), Path(name + "-wal"), Path(name + "-shm")):
         if path.is_file() and path.stat().st_mode & 0o077:
             path.chmod(OWNER_ONLY_FILE)
+
+
+def policy_hosts_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """`check --deploy`: a deployment names the hosts its policies may be served from (RSI_POLICY_HOSTS)."""
+    if settings.RSI_POLICY_HOSTS:
+        return []
+    return [
+        checks.Warning(
+            "RSI_POLICY_HOSTS is not set: an operator may point a policy at any host the server can reach, and the "
+            "evaluator records its replies",
+            hint="set RSI_POLICY_HOSTS to the hosts your policy servers run on (names or name:port, comma-separated)",
+            id="rsi.W001",
+        )
+    ]
 
 
 class EvaluatorConfig(AppConfig):
@@ -41,6 +56,7 @@ class EvaluatorConfig(AppConfig):
         if media.stat().st_mode & 0o077:
             media.chmod(OWNER_ONLY_DIR)
         connection_created.connect(keep_sqlite_private)
+        checks.register(policy_hosts_check, checks.Tags.security, deploy=True)
         pre_migrate.connect(drop_triggers, sender=self)
         post_migrate.connect(create_triggers, sender=self)
         post_migrate.connect(ensure_roles, sender=self)

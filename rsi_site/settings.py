@@ -9,6 +9,8 @@ DATABASE_URL       e.g. postgres://user:pass@host:5432/rsi (default SQLite in db
 REDIS_URL          e.g. redis://127.0.0.1:6379/0 for the Redis channel layer (default in-memory)
 RSI_MEDIA_ROOT     where episode artifacts are stored (default media/)
 RSI_MODEL_ROOT     the only folder web-launched TorchScript modules may come from (default models/)
+RSI_POLICY_HOSTS   the hosts network policies may be served from: names or name:port, comma-separated (default:
+                   any host, which `check --deploy` warns about)
 """
 
 import os
@@ -189,6 +191,7 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("RSI_MEDIA_ROOT", BASE_DIR / "media"))
 # TorchScript modules launched from the web must lie under this folder.
 RSI_MODEL_ROOT = Path(os.environ.get("RSI_MODEL_ROOT", BASE_DIR / "models"))
+RSI_POLICY_HOSTS = [host.strip().lower() for host in os.environ.get("RSI_POLICY_HOSTS", "").split(",") if host.strip()]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_check_deploy_is_clean_behind_tls():
     env = {k: v for k, v in os.environ.items() if k != "RSI_SECRET_KEY"}  # the generated 50-character key
-    env.update(RSI_HTTPS="1", DJANGO_SETTINGS_MODULE="rsi_site.settings")
+    env.update(RSI_HTTPS="1", RSI_POLICY_HOSTS="policies.lab.example", DJANGO_SETTINGS_MODULE="rsi_site.settings")
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
@@ -77,3 +77,19 @@ def test_the_database_and_the_evidence_are_readable_by_their_owner_only(tmp_path
     db, media = tmp_path / "db.sqlite3", tmp_path / "media"
     for path in (db, *tmp_path.glob("db.sqlite3-*"), media):
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_check_deploy_warns_while_a_policy_may_be_served_from_any_host():
+    # Hostile input, third round, 17: "an allow-list setting for policy hosts (RSI_POLICY_HOSTS, default: any, with
+    # the deploy check warning)".
+    env = {k: v for k, v in os.environ.items() if k not in ("RSI_SECRET_KEY", "RSI_POLICY_HOSTS")}
+    env.update(RSI_HTTPS="1", DJANGO_SETTINGS_MODULE="rsi_site.settings")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and "(rsi.W001) RSI_POLICY_HOSTS is not set" in result.stdout + result.stderr

@@ -19,6 +19,7 @@ from tests.servers.policies import (
     HttpPolicyServer,
     OpenPiServer,
     Sleep,
+    Text,
     Trickle,
     always,
     zero_chunk,
@@ -202,3 +203,30 @@ def test_an_unreachable_policy_server_is_a_setup_error_before_any_call(run_spec)
     attempt = run_spec(f"http://127.0.0.1:{port}/act")
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "policy_setup")
     assert attempt.policy_calls == 0 and "cannot be reached" in attempt.error_detail
+
+
+# Hostile input, third round, 17: "An operator can point a policy at any URL, and the first 2,000 bytes of its reply
+# are recorded in the error detail: an allow-list setting for policy hosts (RSI_POLICY_HOSTS ...) and a shorter
+# excerpt."
+
+
+def test_a_policy_host_outside_the_allow_list_is_refused_at_launch(run_spec, servers, settings):
+    from evaluator.policies.specs import InvalidPolicySpec
+
+    server = servers(HttpPolicyServer(always(zero_chunk())))
+    settings.RSI_POLICY_HOSTS = ["policies.lab.example"]
+    with pytest.raises(InvalidPolicySpec, match="policy host '127.0.0.1' is not one of RSI_POLICY_HOSTS"):
+        run_spec(server.url)
+    assert server.count == 0  # refused before any call
+    settings.RSI_POLICY_HOSTS = ["policies.lab.example", f"127.0.0.1:{server.url.split(':')[2].split('/')[0]}"]
+    assert run_spec(server.url).policy_calls > 0  # the host and port named: allowed
+
+
+def test_a_refused_reply_is_kept_as_a_short_excerpt(run_spec, servers):
+    from evaluator.policies.replies import EXCERPT_BYTES
+
+    server = servers(HttpPolicyServer(always(Text("s" * 5000))))  # not JSON: malformed output
+    attempt = run_spec(server.url)
+    assert attempt.error_type == "malformed_output"
+    assert "s" * EXCERPT_BYTES in attempt.error_detail and "s" * (EXCERPT_BYTES + 1) not in attempt.error_detail
+    assert EXCERPT_BYTES <= 300

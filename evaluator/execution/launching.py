@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
+from django.conf import settings
 from django.db import transaction
 
 from evaluator.execution import executor
@@ -17,7 +18,14 @@ from evaluator.exports.replay import do_create_campaign_check, do_create_replay
 from evaluator.native.backends import worker_spec
 from evaluator.native.probes import simpler_inventory
 from evaluator.policies.builtin import BUILTIN_POLICIES
-from evaluator.policies.specs import InvalidPolicySpec, build_policy, default_kind, is_policy_spec, parse_policy_spec
+from evaluator.policies.specs import (
+    InvalidPolicySpec,
+    build_policy,
+    check_policy_host,
+    default_kind,
+    is_policy_spec,
+    parse_policy_spec,
+)
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, LaunchRefused, ProtocolError
@@ -87,7 +95,9 @@ def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config:
     required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
     if required and config.sensors != required:
         problems.append(InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}"))
-    # Refuses settings it cannot use; a local module must load. No server is contacted.
+    # Refuses settings it cannot use, and hosts the deployment does not allow; a local module must load. No server
+    # is contacted.
+    problems += _problems(lambda: check_policy_host(policy.spec, settings.RSI_POLICY_HOSTS))
     problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
     loaded = set(
         Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True).values_list(

@@ -15,7 +15,7 @@ from evaluator.policies.base import PolicyFailure, Usage
 from evaluator.protocol.actions import MAX_NESTING, nests_deeper
 from evaluator.protocol.scoring import ErrorType
 
-EXCERPT_BYTES = 2000  # what the evidence keeps of a reply that is refused
+EXCERPT_BYTES = 300  # what the evidence keeps of a reply that is refused: enough to see what it was
 
 
 def excerpt(data: bytes | str) -> str:

@@ -17,7 +17,7 @@ import hashlib
 import math
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evaluator.policies.base import Policy
@@ -150,6 +150,18 @@ def check_model_path(spec: str, model_root: Path) -> None:
         raise InvalidPolicySpec(
             f"TorchScript modules launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
         )
+
+
+def check_policy_host(spec: str, allowed: Sequence[str]) -> None:
+    """A network policy's host must be one of `allowed` (RSI_POLICY_HOSTS: names, or name:port), when any are:
+    otherwise an operator could make the evaluator call, and record the replies of, any host it can reach."""
+    transport, target, _ = parse_policy_spec(spec)
+    if not allowed or transport in ("builtin", "torchscript"):
+        return
+    parsed = urllib.parse.urlsplit(target)
+    host = (parsed.hostname or "").lower()
+    if host not in allowed and f"{host}:{parsed.port}" not in allowed:
+        raise InvalidPolicySpec(f"policy host {host!r} is not one of RSI_POLICY_HOSTS ({', '.join(allowed)})")
 
 
 def default_kind(spec: str) -> str:
