@@ -17,6 +17,8 @@ PROGRAMS_TEST="
 /usr/lib/postgresql/*/bin/initdb postgresql   throwaway PostgreSQL servers (scale-out tests)
 /usr/lib/postgresql/*/bin/pg_ctl postgresql   starting and stopping them
 runuser                          util-linux   running PostgreSQL as its own user when tests run as root
+mount                            mount        a small tmpfs as the media root (the full-disk tests, as root)
+umount                           mount        and its unmounting
 redis-server                     redis-server throwaway Redis servers (scale-out tests: broker and channel layer)
 /usr/bin/chromium                chromium     browser tests (Playwright downloads no browser here)
 cc                               gcc          building RSI's Vulkan layer for lavapipe

@@ -220,8 +220,9 @@ def test_the_running_server_reaps_an_evaluate_killed_outright(tmp_path, slow_pol
     server.start()
     try:
         command = [sys.executable, "manage.py", "evaluate", "fetch", "--task", "reach", "--seed", "0", "--no-progress"]
+        command += ["--policy", slow_policy.url, "--replan-interval", "1"]
         evaluate = subprocess.Popen(
-            [*command, "--policy", slow_policy.url, "--replan-interval", "1"],
+            command,
             cwd=ROOT,
             env={**env, "RSI_HEARTBEAT_S": "0.5"},
             stdout=subprocess.DEVNULL,
