@@ -115,7 +115,22 @@ def test_the_export_loads_back_with_lerobot_itself(campaign, tmp_path):
     assert last["done"] is True and last["episode_index"] == 3
 
 
-def test_the_campaign_page_offers_the_dataset_as_a_zip(campaign, operator):
+def test_the_campaign_page_offers_the_dataset_as_a_zip(campaign, operator, monkeypatch):
+    # Hostile input, third round, 16: "A reviewer (read-only) can start a 16-28 s LeRobot export of a small campaign
+    # in the request: run it on the executor ... so a page request never holds a server thread that long; decide
+    # which roles may export." Operators prepare it on the executor; every reader downloads what it left.
+    from evaluator.execution import executor
+    from evaluator.exports.archives import build_archive
+
+    submitted = []
+    monkeypatch.setattr(executor, "submit_export", lambda *args: submitted.append(args))
+    assert operator.get(f"/campaigns/{campaign.pk}/lerobot.zip").status_code == 404  # nothing built in the request
+    page = operator.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="lerobot-prepare"' in page and "lerobot.zip" not in page
+    operator.post(f"/campaigns/{campaign.pk}/lerobot/prepare/")
+    assert submitted == [(campaign.pk, "fetch")]  # on the executor, never in the request
+    assert 'id="lerobot-preparing"' in operator.get(f"/campaigns/{campaign.pk}/").content.decode()
+    build_archive(campaign.pk)  # what the executor runs
     page = operator.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert f'href="/campaigns/{campaign.pk}/lerobot.zip"' in page
     response = operator.get(f"/campaigns/{campaign.pk}/lerobot.zip")
@@ -124,3 +139,20 @@ def test_the_campaign_page_offers_the_dataset_as_a_zip(campaign, operator):
     prefix = f"rsi-campaign-{campaign.pk}-lerobot/"
     assert {prefix + "meta/info.json", prefix + "meta/tasks.parquet", prefix + "meta/stats.json"} <= set(names)
     assert sum(name.startswith(prefix + "data/chunk-000/file-") for name in names) == 4
+
+
+def test_a_reviewer_downloads_a_prepared_dataset_but_may_not_ask_for_one(campaign, client, monkeypatch):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from evaluator.execution import executor
+    from evaluator.exports.archives import build_archive
+
+    monkeypatch.setattr(executor, "submit_export", lambda *args: pytest.fail("a reviewer's request was submitted"))
+    rita = get_user_model().objects.create_user("rita")
+    rita.groups.add(Group.objects.get(name="reviewer"))
+    client.force_login(rita)
+    assert 'id="lerobot-none"' in client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert client.post(f"/campaigns/{campaign.pk}/lerobot/prepare/").status_code == 403
+    build_archive(campaign.pk)
+    assert client.get(f"/campaigns/{campaign.pk}/lerobot.zip")["Content-Type"] == "application/zip"

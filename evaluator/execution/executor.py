@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from django.conf import settings
 from django.db import close_old_connections
 
+from evaluator.exports.archives import build_archive
 from evaluator.exports.replay import run_replay
 from evaluator.records.models import Attempt, Replay
 from evaluator.records.runners import queue_name, this_process
@@ -42,6 +43,26 @@ def _in_pool(job, *args) -> None:
     with _jobs_lock:
         _jobs.add(future)
     future.add_done_callback(lambda done: _jobs.discard(done))
+
+
+def run_export_job(campaign_id: int) -> None:
+    """Build one campaign's LeRobot archive in this process, as either executor does."""
+    close_old_connections()
+    try:
+        build_archive(campaign_id)
+    except Exception:
+        log.exception("the LeRobot archive of campaign %s ended with an evaluator fault", campaign_id)
+        raise
+    finally:
+        close_old_connections()
+
+
+def submit_export(campaign_id: int, benchmark: str) -> None:
+    """An export reads the campaign's evidence: it runs where the benchmark's attempts run (their media root)."""
+    if settings.RSI_EXECUTOR == "celery":
+        app.send_task("rsi.export_lerobot", args=[campaign_id], queue=queue_name(benchmark))
+    else:
+        _in_pool(run_export_job, campaign_id)
 
 
 def stop_for_shutdown(reason: str = "SIGTERM: the server is stopping") -> list[Future]:

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from evaluator.execution import executor
+from evaluator.exports.archives import Archive, archive_of, mark_preparing
 from evaluator.exports.replay import do_create_campaign_check, do_create_replay
 from evaluator.native.backends import worker_spec
 from evaluator.native.probes import simpler_inventory
@@ -327,6 +328,23 @@ def do_start_campaign_check(user, campaign: Campaign, cells: int) -> CampaignChe
         for replay in check.replays.all():
             transaction.on_commit(functools.partial(executor.submit_replay, replay.pk, campaign.benchmark.name))
     return check
+
+
+def check_prepare_export(user, campaign: Campaign) -> Archive:
+    """Building a dataset costs the executor minutes: operators ask for it; every reader downloads it."""
+    check_can(user, "launch_campaign")
+    archive = archive_of(campaign)
+    if archive.state != "none":
+        raise LaunchRefused(f"the LeRobot dataset of campaign {campaign.pk} as it is now is {archive.state} already")
+    return archive
+
+
+def do_prepare_export(user, campaign: Campaign) -> Archive:
+    """The campaign page's "prepare": its archive is built on the executor; the page offers it once it is there."""
+    archive = check_prepare_export(user, campaign)
+    mark_preparing(archive)
+    executor.submit_export(campaign.pk, campaign.benchmark.name)
+    return archive
 
 
 def policy_for(name_or_spec: str) -> Policy:

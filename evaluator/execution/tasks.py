@@ -41,6 +41,14 @@ def run_replay(replay_id: int) -> None:
     run_replay_job(replay_id)
 
 
+@app.task(name="rsi.export_lerobot", ignore_result=True, acks_late=False, max_retries=0)
+def export_lerobot(campaign_id: int) -> None:
+    from evaluator.execution.executor import run_export_job
+
+    log.warning("rsi.export_lerobot campaign=%s runner=%s", campaign_id, this_process())
+    run_export_job(campaign_id)
+
+
 @app.task(name="rsi.reap", ignore_result=True, acks_late=False, max_retries=0)
 def reap() -> None:
     from evaluator.running.recovery import reap_lost_attempts

@@ -16,6 +16,7 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/start/", campaigns.start_campaign, name="start_campaign"),
     path("campaigns/<int:campaign_id>/verify/", campaigns.verify_campaign, name="verify_campaign"),
     path("campaigns/<int:campaign_id>/lerobot.zip", campaigns.lerobot_download, name="lerobot_download"),
+    path("campaigns/<int:campaign_id>/lerobot/prepare/", campaigns.prepare_lerobot, name="prepare_lerobot"),
     path("campaigns/<int:campaign_id>/export.<str:fmt>", attempts.export_campaign, name="export_campaign"),
     path("attempts/", attempts.attempts, name="attempts"),
     path("sim-to-real/", sim_to_real.sim_to_real, name="sim_to_real"),

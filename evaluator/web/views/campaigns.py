@@ -3,10 +3,7 @@ and exporting them. Every view checks its permission; forms carry CSRF."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -19,10 +16,11 @@ from django.views.decorators.http import require_POST
 from evaluator.execution.launching import (
     do_launch_campaign,
     do_launch_full_campaign,
+    do_prepare_export,
     do_start_attempts,
     do_start_campaign_check,
 )
-from evaluator.exports.lerobot import ExportRefused, write_lerobot_dataset
+from evaluator.exports.archives import archive_of
 from evaluator.exports.replay import MAX_CHECK_CELLS, check_summary
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
@@ -200,6 +198,8 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,
+            "lerobot": archive_of(campaign),
+            "can_prepare": request.user.has_perm("evaluator.launch_campaign"),
         },
     )
 
@@ -250,19 +250,27 @@ def verify_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 @login_required
 def lerobot_download(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """The campaign's finished attempts as a LeRobot dataset, zipped (evaluator/exports/lerobot.py)."""
+    """The campaign's finished attempts as a LeRobot dataset, zipped, as the executor prepared it for the campaign's
+    present state (evaluator/exports/archives.py); a 404 saying so while there is none."""
     require(request, "view_campaign")
-    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "protocol", "policy"), pk=campaign_id)
-    with tempfile.TemporaryDirectory(prefix="rsi-lerobot-") as folder:
-        name = f"rsi-campaign-{campaign.pk}-lerobot"
-        try:
-            write_lerobot_dataset(campaign, Path(folder) / name)
-        except ExportRefused as exc:
-            messages.error(request, str(exc))
-            return redirect("evaluator:campaign", campaign_id)
-        archive = Path(shutil.make_archive(str(Path(folder) / name), "zip", folder, name))
-        handle = archive.open("rb")  # stays readable after the folder is removed
-    return FileResponse(handle, as_attachment=True, filename=archive.name, content_type="application/zip")
+    archive = archive_of(get_object_or_404(Campaign, pk=campaign_id))
+    if archive.state != "ready":
+        raise Http404(f"no LeRobot dataset of this campaign as it is now: {archive.state} {archive.reason}".strip())
+    name = f"rsi-campaign-{campaign_id}-lerobot.zip"
+    return FileResponse(archive.path.open("rb"), as_attachment=True, filename=name, content_type="application/zip")
+
+
+@login_required
+@require_POST
+def prepare_lerobot(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign.objects.select_related("benchmark"), pk=campaign_id)
+    try:
+        do_prepare_export(request.user, campaign)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The LeRobot dataset is being prepared on the executor: reload for its link.")
+    return redirect("evaluator:campaign", campaign_id)
 
 
 @login_required
