@@ -112,6 +112,10 @@ OPENPI_REPLIES = {
     "an ndarray of objects": msgpack.packb(
         {"actions": {b"__ndarray__": True, b"data": bytes(8), b"dtype": "|O", b"shape": [1]}}
     ),
+    "an ndarray declaring a terabyte": msgpack.packb(
+        {"actions": {b"__ndarray__": True, b"data": bytes(8), b"dtype": "<f8", b"shape": [10**12]}}
+    ),
+    "the largest integer msgpack holds": msgpack.packb({"actions": [[2**64 - 1, 0, 0, 0]]}),
 }
 
 

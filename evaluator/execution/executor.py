@@ -65,7 +65,7 @@ def submit_export(campaign_id: int, benchmark: str) -> None:
         _in_pool(run_export_job, campaign_id)
 
 
-def stop_for_shutdown(reason: str = "SIGTERM: the server is stopping") -> list[Future]:
+def stop_for_shutdown(reason: str = "the server is stopping") -> list[Future]:
     """The embedded executor's part of a server's shutdown: no queued job starts (its attempt stays queued, and the
     next start-up's recovery puts it back to pending); the running ones end at their next decision as
     `interrupted` and are closed with their evidence, waited for RSI_SHUTDOWN_GRACE_S (default 30). Returns the
