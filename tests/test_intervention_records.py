@@ -47,3 +47,36 @@ def test_renaming_an_intervener_later_changes_no_record_of_who_intervened(
         {"kind": "annotate", "step_index": 1, "note": "the gripper slips", "username": "ivan", "user_id": user.pk},
         {"kind": "stop", "step_index": 2, "note": "", "username": "ivan", "user_id": user.pk},
     ]
+
+
+class PausedThenStopped(Policy):
+    """At its second call an intervener pauses the attempt; a moment later the process is asked to stop."""
+
+    user = None
+
+    def act(self, message):
+        import signal
+        import threading
+
+        from evaluator.running.interrupts import request_stop
+
+        if message.counters["policy_calls"] == 1:
+            do_intervene(self.user, Attempt.objects.get(status="running").pk, "pause")
+            threading.Timer(1.0, request_stop, (signal.SIGTERM, "the server is stopping")).start()
+        return PolicyReply({"actions": [[0.0, 0.0, 0.0, 0.0]]})
+
+
+def test_a_paused_attempt_closes_as_interrupted_when_its_process_is_asked_to_stop(
+    run_cell, register_policy, monkeypatch
+):
+    # Hostile input, third round, 11: "Both signals stop the attempt at once or at the next step boundary": a pause
+    # holding the episode does not hold the stop up until the pause's own limit.
+    monkeypatch.setattr("evaluator.running.interrupts._request", None)  # this process's request ends with the test
+    monkeypatch.setenv("RSI_MAX_PAUSE_S", "60")
+    user = get_user_model().objects.create_user("ivan")
+    user.groups.add(Group.objects.get(name="intervener"))
+    PausedThenStopped.user = user
+    register_policy("paused", PausedThenStopped)
+    attempt = run_cell(policy="paused", budget_mode="decisions", max_policy_calls=8, replan_interval=1)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "interrupted")
+    assert attempt.policy_calls == 2 and attempt.autonomous is False  # paused after its second call, then closed

@@ -24,6 +24,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,7 +98,9 @@ class AttemptControl:
         self.on_change = on_change
         self.max_hold = max_hold_s() if max_hold is None else max_hold
 
-    def checkpoint(self) -> Directive | None:
+    def checkpoint(self, give_up: Callable[[], bool] = lambda: False) -> Directive | None:
+        """The human's directive at this decision boundary, waiting while paused or taken over without an action;
+        None at once when `give_up()` (the process is asked to stop: its caller ends the episode itself)."""
         with self.condition:
             held_since = time.monotonic()
             while True:
@@ -106,7 +109,7 @@ class AttemptControl:
                     return Directive(stop=True)
                 if self.taken_over and self.human_actions:
                     return Directive(actions=[self.human_actions.popleft()])
-                if not (self.paused or self.taken_over):
+                if not (self.paused or self.taken_over) or give_up():
                     return None
                 if time.monotonic() - held_since > self.max_hold:
                     # A forgotten pause must not hold the executor slot for ever.

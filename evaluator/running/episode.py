@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -46,7 +46,7 @@ class NativeEnv(Protocol):
 class Control(Protocol):
     """Human intervention, checked between decisions; may block while the episode is paused."""
 
-    def checkpoint(self) -> Directive | None: ...
+    def checkpoint(self, give_up: Callable[[], bool]) -> Directive | None: ...
     def rejected(self, message: str) -> None: ...
 
 
@@ -190,9 +190,10 @@ class _Episode:
                 return TerminationReason.NATIVE_TERMINATION
             if stop := self.budget_stop():
                 return stop
+            # The process asked to stop ends the episode here, also while a pause holds it in the checkpoint.
+            directive = self.spec.control.checkpoint(_interrupted) if self.spec.control and not _interrupted() else None
             if (request := stop_requested()) is not None:
                 return self.fail(ErrorType.INTERRUPTED, f"interrupted: {request.reason}")
-            directive = self.spec.control.checkpoint() if self.spec.control else None
             if directive is not None and directive.stop:
                 return TerminationReason.HUMAN_STOP
             if directive is not None and directive.actions is not None:
@@ -404,6 +405,10 @@ def _violation(violation) -> dict:
         "action_index": violation.action_index,
         "component": violation.component,
     }
+
+
+def _interrupted() -> bool:
+    return stop_requested() is not None
 
 
 def _with_tail(message: str, tail: str) -> str:
