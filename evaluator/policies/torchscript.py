@@ -16,7 +16,7 @@ from evaluator.policies.base import (
     PolicySetupFailure,
     Usage,
 )
-from evaluator.policies.calls import MAX_REPLY_BYTES
+from evaluator.policies.calls import MAX_REPLY_BYTES, too_large
 from evaluator.protocol.scoring import ErrorType
 
 HOST = Path(__file__).resolve().with_name("torch_host.py")
@@ -26,7 +26,7 @@ _CAUSES = {
     "died": (ErrorType.POLICY_TRANSPORT, "the policy process died"),
     "start": (ErrorType.POLICY_TRANSPORT, "the policy process could not start"),
     "garbage": (ErrorType.MALFORMED_OUTPUT, "the policy process answered garbage"),
-    "too_large": (ErrorType.MALFORMED_OUTPUT, f"the reply is larger than {MAX_REPLY_BYTES} bytes"),
+    "too_large": (ErrorType.MALFORMED_OUTPUT, too_large(MAX_REPLY_BYTES).public),
     "reported": (ErrorType.POLICY_SERVER_ERROR, "the policy module raised an error"),
 }
 
