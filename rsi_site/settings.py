@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "axes",
+    "ninja",
     "evaluator",
 ]
 

@@ -9,7 +9,7 @@ one fits) and its host side in evaluator/native/backends.py: environment/README.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .actions import FETCH_ACTION, MANISKILL2_ACTION, SIMPLE_V2_ACTION, SIMPLER_ENV_ACTION, ActionContract
 from .errors import UnknownBenchmark
@@ -59,6 +59,14 @@ class BenchmarkProtocol:
     action_contracts: Mapping[int, ActionContract]
     sensor_arrays: Mapping[str, tuple[str, ...]]  # sensor track -> native arrays besides the RGB frame
     catalog_schema: str  # a key of catalogs.SCHEMAS
+    # Native array -> {task name, robot name or "*": (shape, dtype)}: what a policy check's synthetic observation
+    # holds (evaluator/running/policy_check.py), as the worker sends it.
+    array_shapes: Mapping[str, Mapping[str, tuple[tuple[int, ...], str]]] = field(default_factory=dict)
+
+    def array_shape(self, array: str, task: str, robot: str) -> tuple[tuple[int, ...], str]:
+        """The (shape, dtype) of a native array on a task: its task's entry, else its robot's, else "*"."""
+        shapes = self.array_shapes[array]
+        return shapes.get(task) or shapes.get(robot) or shapes["*"]
 
 
 PROTOCOLS: dict[str, BenchmarkProtocol] = {
@@ -74,6 +82,8 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
             action_contracts={1: SIMPLER_ENV_ACTION},
             sensor_arrays={"rgb-qpos": ("qpos",)},
             catalog_schema="simpler_env",
+            # upstream_simplerenv_facts.md: obs["agent"]["qpos"] has 11 joints on Google static, 8 on WidowX.
+            array_shapes={"qpos": {"google_robot_static": ((11,), "float32"), "*": ((8,), "float32")}},
         ),
         BenchmarkProtocol(
             family=Family(
@@ -97,6 +107,7 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
             action_contracts={2: SIMPLE_V2_ACTION},
             sensor_arrays={"rgb-qpos31": ("qpos31",)},
             catalog_schema="simple_humanoid",
+            array_shapes={"qpos31": {"*": ((31,), "float64")}},  # environment/workers/simple_commands.py qpos31
         ),
         # The CPU development benchmark: never pooled with SimplerEnv. Its oracle reads
         # privileged simulator state and therefore runs only under its own sensor track.
@@ -115,6 +126,12 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
             action_contracts={1: FETCH_ACTION},
             sensor_arrays={"privileged-state": ("observation", "achieved_goal", "desired_goal")},
             catalog_schema="single_robot",
+            # gymnasium-robotics' Fetch: reach observes the gripper alone (10), the object tasks add the object (25).
+            array_shapes={
+                "observation": {"reach": ((10,), "float64"), "*": ((25,), "float64")},
+                "achieved_goal": {"*": ((3,), "float64")},
+                "desired_goal": {"*": ((3,), "float64")},
+            },
         ),
         # ManiSkill2 0.5.3 on SAPIEN: how CI exercises the SAPIEN path without SimplerEnv's assets.
         BenchmarkProtocol(

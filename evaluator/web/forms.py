@@ -7,7 +7,14 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 
-from evaluator.execution.launching import check_full_launch, full_plan, plan_problems, policy_record
+from evaluator.execution.launching import (
+    check_full_launch,
+    do_launch_campaign,
+    do_launch_full_campaign,
+    full_plan,
+    plan_problems,
+    policy_record,
+)
 from evaluator.policies.specs import check_model_path, parse_policy_spec
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
@@ -16,7 +23,7 @@ from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
-from evaluator.records.models import Benchmark, Policy, Task
+from evaluator.records.models import Benchmark, Campaign, Policy, Task
 
 BLANK = [("", "default")]
 
@@ -94,6 +101,39 @@ class LaunchForm(forms.Form):
             self.fields[name].error_messages["invalid_choice"] = f"unknown {what} %(value)s"
         families = {f: f for protocol in FULL_PROTOCOLS for f in load_matrix(protocol).family_counts()}
         self.fields["families"].choices = list(families.items())
+
+    def launch(self, user) -> Campaign:
+        """Create the campaign of a valid form: Create runs every check the preview ran (check_launch) again."""
+        data = self.cleaned_data
+        if data.get("full"):
+            return do_launch_full_campaign(
+                name=data["name"] or data["full_plan"]["matrix"],
+                protocol=data["full"],
+                policy=data["policy"],
+                config=data["config"],
+                families=data["families"],
+                user=user,
+            )
+        return do_launch_campaign(
+            name=data["name"] or _plan_name(data),
+            benchmark=data["benchmark"],
+            task_names=data["tasks"],
+            seeds=data["seeds"],
+            policy=data["policy"],
+            config=data["config"],
+            user=user,
+        )
+
+    def preview(self) -> dict:
+        """What a valid form would create, as the launch page previews it."""
+        data = self.cleaned_data
+        return {
+            "config": data["config"],
+            "budgets": data["budgets"],
+            "seeds": data["seeds"],
+            "cells": len(data["tasks"]) * len(data["seeds"]),
+            "full": data.get("full_plan"),
+        }
 
     def clean_seed(self) -> int:
         seed = self.cleaned_data["seed"]
@@ -207,6 +247,14 @@ CONFIG_FIELDS = (
 )
 
 
+def _plan_name(data: dict) -> str:
+    seeds = data["seeds"]
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds from {seeds[0]}"
+    tasks = data["tasks"]
+    task_text = ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks"
+    return f"{data['benchmark']}: {task_text} ({seed_text})"
+
+
 def _in_scope(catalog, config: ProtocolConfig, name: str) -> bool:
     try:
         catalog.task_in_scope(config, name)
@@ -300,3 +348,14 @@ class RealRatesUploadForm(forms.Form):
         if not rows:
             raise forms.ValidationError("the file has no rates")
         return rows
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'training cluster CI'.")
+    expires_in_days = forms.IntegerField(
+        label="expires after (days)",
+        required=False,
+        min_value=1,
+        max_value=366,
+        help_text="Empty: never; revoke it when it is no longer needed.",
+    )

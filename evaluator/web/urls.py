@@ -2,13 +2,18 @@
 
 from django.urls import path
 
-from evaluator.web.views import attempts, campaigns, compare, live, review, sim_to_real
+from evaluator.web.views import account, attempts, campaigns, compare, leaderboards, live, review, sim_to_real
 
 app_name = "evaluator"
 
 urlpatterns = [
     path("", campaigns.campaigns, name="campaigns"),
     path("benchmarks/", campaigns.benchmarks, name="benchmarks"),
+    path("account/tokens/", account.tokens, name="tokens"),
+    path("account/tokens/<int:token_id>/revoke/", account.revoke_token, name="revoke_token"),
+    path("leaderboards/", leaderboards.leaderboards, name="leaderboards"),
+    path("leaderboards/<path:protocol_id>/", leaderboards.leaderboard, name="leaderboard"),
+    path("policy-check/", campaigns.policy_check, name="policy_check"),
     path("campaigns/new/", campaigns.launch, name="launch"),
     path("campaigns/compare/", compare.compare, name="compare"),
     path("campaigns/compare/pair/", compare.compare_pair, name="compare_pair"),

@@ -1,7 +1,8 @@
-"""The Django models of RSI, in three modules: what a campaign is planned from (plans), an attempt and what its
-run writes (attempts), and the records beside them (checks). Everything imports them from here, as Django loads
-them (evaluator/apps.py)."""
+"""The Django models of RSI, in four modules: what a campaign is planned from (plans), an attempt and what its
+run writes (attempts), the records beside them (checks), and what a user holds besides a password (accounts).
+Everything imports them from here, as Django loads them (evaluator/apps.py)."""
 
+from evaluator.records.models.accounts import ApiToken
 from evaluator.records.models.attempts import Artifact, Attempt, AttemptRecord, Decision, Intervention, Step
 from evaluator.records.models.checks import CampaignCheck, MediaProbe, RealRobotRate, Replay
 from evaluator.records.models.plans import (
@@ -15,6 +16,7 @@ from evaluator.records.models.plans import (
 )
 
 __all__ = [
+    "ApiToken",
     "Artifact",
     "Attempt",
     "AttemptRecord",

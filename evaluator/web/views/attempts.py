@@ -44,7 +44,8 @@ SORTS = {
 }
 
 
-def _search(request: HttpRequest):
+def search_attempts(request: HttpRequest):
+    """The run table's search: (its parameters, the matching attempts in order, the sort) from the query string."""
     params = {k: request.GET.get(k, "").strip() for k in SEARCH_FIELDS}
     queryset = Attempt.objects.select_related("task__benchmark", "campaign__policy", "campaign__protocol").annotate(
         duration=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
@@ -170,7 +171,7 @@ def _export(queryset, fmt: str, stem: str) -> HttpResponse:
 @login_required
 def attempts(request: HttpRequest) -> HttpResponse:
     require(request, "view_attempt")
-    params, queryset, sort = _search(request)
+    params, queryset, sort = search_attempts(request)
     fmt = request.GET.get("format")
     if fmt in ("json", "csv"):
         return _export(queryset, fmt, "rsi-attempts")

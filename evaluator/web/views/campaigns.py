@@ -14,12 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluator.execution.launching import (
-    do_launch_campaign,
-    do_launch_full_campaign,
     do_prepare_export,
     do_start_attempts,
     do_start_campaign_check,
 )
+from evaluator.execution.policy_checks import do_check_policy
 from evaluator.exports.archives import archive_of
 from evaluator.exports.replay import MAX_CHECK_CELLS, check_summary
 from evaluator.protocol.errors import ProtocolError
@@ -97,10 +96,9 @@ def launch(request: HttpRequest) -> HttpResponse:
     preview = None
     # The form runs every check Create runs (check_launch), so the preview refuses what Create refuses.
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         if "create" in request.POST:
             try:
-                campaign = _create(request, data)
+                campaign = form.launch(request.user)
             except ProtocolError as exc:
                 for problem in getattr(exc, "problems", [str(exc)]):
                     form.add_error(None, problem)
@@ -109,13 +107,7 @@ def launch(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Campaign {campaign.pk} created with {cells} pending cells.")
                 return redirect("evaluator:campaign", campaign.pk)
         if form.is_valid():
-            preview = {
-                "config": data["config"],
-                "budgets": data["budgets"],
-                "seeds": data["seeds"],
-                "cells": len(data["tasks"]) * len(data["seeds"]),
-                "full": data.get("full_plan"),
-            }
+            preview = form.preview()
     return render(
         request,
         "evaluator/launch.html",
@@ -123,33 +115,34 @@ def launch(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _create(request: HttpRequest, data: dict) -> Campaign:
-    if data.get("full"):
-        return do_launch_full_campaign(
-            name=data["name"] or data["full_plan"]["matrix"],
-            protocol=data["full"],
-            policy=data["policy"],
-            config=data["config"],
-            families=data["families"],
-            user=request.user,
+@login_required
+@require_POST
+def policy_check(request: HttpRequest) -> HttpResponse:
+    """The launch form's "Check policy": one call of the form's policy on a synthetic observation of the chosen
+    benchmark (its first chosen task), shown above the form as it was filled; nothing is stored."""
+    require(request, "launch_campaign")
+    fields = request.POST
+    replan = fields.get("replan_interval", "").strip()
+    check, refused = None, []
+    try:
+        check = do_check_policy(
+            request.user,
+            policy=fields.get("policy", "")[:500],
+            benchmark=fields.get("benchmark", ""),
+            task="" if fields.get("all_tasks") else (fields.getlist("tasks") or [""])[0],
+            sensors=fields.get("sensors", ""),
+            replan_interval=int(replan) if replan.isdigit() and len(replan) < 10 else None,
         )
-    return do_launch_campaign(
-        name=data["name"] or _plan_name(data),
-        benchmark=data["benchmark"],
-        task_names=data["tasks"],
-        seeds=data["seeds"],
-        policy=data["policy"],
-        config=data["config"],
-        user=request.user,
+    except ProtocolError as exc:
+        refused = getattr(exc, "problems", [str(exc)])
+    form = LaunchForm(
+        initial={**fields.dict(), "tasks": fields.getlist("tasks"), "families": fields.getlist("families")}
     )
-
-
-def _plan_name(data: dict) -> str:
-    seeds = data["seeds"]
-    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds from {seeds[0]}"
-    tasks = data["tasks"]
-    task_text = ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks"
-    return f"{data['benchmark']}: {task_text} ({seed_text})"
+    return render(
+        request,
+        "evaluator/launch.html",
+        {"form": form, "preview": None, "readiness": _readiness_rows(), "check": check, "check_refused": refused},
+    )
 
 
 def _readiness_rows() -> list[Readiness]:

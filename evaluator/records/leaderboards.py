@@ -1,0 +1,105 @@
+"""Leaderboards: per protocol identity, every policy's newest finished campaign under exactly that identity,
+ranked by its success rate (evaluator/protocol/leaderboard.py). Identities are never pooled; a full matrix has
+an identity of its own, so its board is apart from fast runs'. A campaign is finished when none of its planned
+cells is pending, queued or running; re-runs are not planned cells and do not count. Non-autonomous attempts
+are left out of every rate and counted on their row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Max, Q
+
+from evaluator.protocol.aggregates import Rate
+from evaluator.protocol.leaderboard import Standing, standings
+from evaluator.records.models import Attempt, Campaign
+from evaluator.records.queries import campaign_summary
+
+OPEN = (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    standing: Standing
+    campaign: Campaign
+    finished_at: datetime | None
+    cells: int
+    success_rate: Rate
+    per_task: dict[str, Rate]
+    non_autonomous: int
+
+
+@dataclass(frozen=True)
+class Board:
+    protocol_id: str
+    benchmark: str
+    mode: str
+    tasks: list[str]
+    rows: list[BoardRow]  # by rank, then success rate, then policy name
+
+
+@dataclass(frozen=True)
+class BoardEntry:
+    protocol_id: str
+    benchmark: str
+    mode: str
+    policies: int
+
+
+def finished_campaigns():
+    """Campaigns with planned cells, none of them pending, queued or running, newest first."""
+    original = Q(attempts__rerun_of__isnull=True)
+    return (
+        Campaign.objects.annotate(
+            planned=Count("attempts", filter=original),
+            open=Count("attempts", filter=original & Q(attempts__status__in=OPEN)),
+            last_finish=Max("attempts__finished_at", filter=original),
+        )
+        .filter(planned__gt=0, open=0)
+        .select_related("policy", "protocol", "benchmark")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def board_entries() -> list[BoardEntry]:
+    """Every identity with a finished campaign, with how many policies its board ranks."""
+    entries: dict[str, dict] = {}
+    for campaign in finished_campaigns():
+        entry = entries.setdefault(
+            campaign.protocol.protocol_id,
+            {"benchmark": campaign.benchmark.name, "mode": campaign.mode, "policies": set()},
+        )
+        entry["policies"].add(campaign.policy_id)
+    return [
+        BoardEntry(protocol_id, e["benchmark"], e["mode"], len(e["policies"]))
+        for protocol_id, e in sorted(entries.items())
+    ]
+
+
+def board(protocol_id: str) -> Board | None:
+    """The board of one identity; None when no campaign under it has finished."""
+    newest: dict[int, Campaign] = {}
+    for campaign in finished_campaigns().filter(protocol__protocol_id=protocol_id):
+        newest.setdefault(campaign.policy_id, campaign)
+    if not newest:
+        return None
+    summaries = {pk: campaign_summary(c) for pk, c in newest.items()}
+    tasks = list(dict.fromkeys(t for s in summaries.values() for t in s.report.per_task))
+    rates = {pk: s.report.overall.success_rate for pk, s in summaries.items()}
+    ranked = dict(zip(rates, standings(list(rates.values())), strict=True))
+    rows = [
+        BoardRow(
+            standing=ranked[pk],
+            campaign=campaign,
+            finished_at=campaign.last_finish,
+            cells=summaries[pk].total,
+            success_rate=rates[pk],
+            per_task={t: a.success_rate for t, a in summaries[pk].report.per_task.items()},
+            non_autonomous=summaries[pk].report.non_autonomous.attempted,
+        )
+        for pk, campaign in newest.items()
+    ]
+    rows.sort(key=lambda r: (r.standing.rank, -(r.success_rate.value or -1), r.campaign.policy.name))
+    first = next(iter(newest.values()))
+    return Board(protocol_id, first.benchmark.name, first.mode, tasks, rows)

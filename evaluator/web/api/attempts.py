@@ -1,0 +1,68 @@
+"""Attempts: the run table's search (the same query parameters as the attempts page) and one attempt's stored
+record with links to its artifacts."""
+
+from ninja import Router
+
+from evaluator.records.queries import attempt_record
+from evaluator.web.access import viewable_attempt
+from evaluator.web.api.common import link, operation, page_of
+from evaluator.web.api.schemas import AttemptOut, AttemptSearchOut
+from evaluator.web.views.attempts import search_attempts
+
+router = Router(tags=["attempts"])
+
+
+@operation(router, "GET", "/attempts", permission="view_attempt", response=AttemptSearchOut)
+def search(
+    request,
+    benchmark: str = "",
+    task: str = "",
+    policy: str = "",
+    protocol: str = "",
+    outcome: str = "",
+    error_type: str = "",
+    autonomous: str = "",
+    since: str = "",
+    until: str = "",
+    campaign: int | None = None,
+    sort: str = "-created",
+    page: int = 1,
+):
+    """Every attempt matching the filters (task and policy match a part of the name; since and until are
+    YYYY-MM-DD; autonomous is yes or no), sorted by a column of the run table (- in front: descending)."""
+    _, queryset, _ = search_attempts(request)
+    found, count, pages = page_of(queryset, page)
+    rows = [
+        {
+            "attempt": a.pk,
+            "campaign": a.campaign_id,
+            "benchmark": a.task.benchmark.name,
+            "task": a.task.name,
+            "protocol_id": a.campaign.protocol.protocol_id,
+            "policy": a.campaign.policy.name,
+            "seed": a.seed,
+            "status": a.status,
+            "outcome": a.outcome or None,
+            "error_type": a.error_type or None,
+            "environment_steps": a.environment_steps,
+            "policy_calls": a.policy_calls,
+            "autonomous": a.autonomous,
+            "created_at": a.created_at,
+            "url": link(request, "evaluator:review", a.pk),
+        }
+        for a in found
+    ]
+    return {"count": count, "page": page, "pages": pages, "attempts": rows}
+
+
+@operation(router, "GET", "/attempts/{attempt_id}", permission="view_attempt", response=AttemptOut)
+def get_attempt(request, attempt_id: int):
+    """The attempt's stored record, as `manage.py evaluate --json` prints it, and its artifacts' download links."""
+    attempt = viewable_attempt(request, attempt_id)
+    record = attempt_record(attempt)
+    return {
+        "record": record,
+        "campaign": attempt.campaign_id,
+        "url": link(request, "evaluator:review", attempt.pk),
+        "artifacts": {path: link(request, "evaluator:artifact", attempt.pk, path) for path in record["artifacts"]},
+    }

@@ -1,0 +1,231 @@
+"""Campaigns: the launch form's preview and Create, starting, status with aggregates, cells, the comparison of two,
+and the LeRobot export. The plan goes through the launch form itself (evaluator/web/forms.py), so the API refuses
+exactly what the page refuses, every reason at once."""
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from ninja import Router
+
+from evaluator.execution.launching import do_prepare_export, do_start_attempts
+from evaluator.exports.archives import archive_of
+from evaluator.records.models import Attempt, Campaign
+from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary, compare_campaigns
+from evaluator.records.roles import check_can
+from evaluator.web.api.common import link, operation, page_of
+from evaluator.web.api.errors import ApiError
+from evaluator.web.api.schemas import (
+    ArchiveOut,
+    CampaignListOut,
+    CampaignOut,
+    CellPageOut,
+    ComparisonOut,
+    CreateIn,
+    LaunchIn,
+    PreviewOut,
+    StartOut,
+)
+from evaluator.web.forms import LaunchForm
+
+router = Router(tags=["campaigns"])
+
+# The form's field names, as the API's fields name them in reasons.
+FIELD_NAMES = {"seed_list": "seeds", "all_tasks": "tasks", "repeats": "repeats"}
+
+
+def launch_form(plan: LaunchIn) -> LaunchForm:
+    """The launch form filled from an API plan; invalid, an ApiError with every reason."""
+    seeds = plan.seeds or []
+    optional = ("horizon_multiplier", "max_policy_calls", "replan_interval", "runner_step_cap")
+    data = {
+        "name": plan.name,
+        "benchmark": plan.benchmark,
+        "policy": plan.policy,
+        "tasks": [] if plan.tasks == "all" else plan.tasks,
+        "all_tasks": plan.tasks == "all",
+        "seed": str(seeds[0] if seeds else plan.seed),
+        "repeats": str(plan.repeats),
+        "seed_list": ", ".join(map(str, seeds)),
+        "sensors": plan.sensors,
+        "interaction_mode": plan.interaction_mode,
+        "action_rejection_feedback": plan.action_rejection_feedback,
+        "budget_mode": plan.budget_mode,
+        "task_scope": plan.task_scope,
+        "full": plan.full,
+        "families": plan.families,
+        **{name: "" if getattr(plan, name) is None else str(getattr(plan, name)) for name in optional},
+    }
+    form = LaunchForm(data)
+    if not form.is_valid():
+        reasons = [
+            message if field == "__all__" else f"{FIELD_NAMES.get(field, field)}: {message}"
+            for field, messages in form.errors.items()
+            for message in messages
+        ]
+        raise ApiError(422, "launch_refused", *reasons)
+    return form
+
+
+def campaign_out(request, campaign: Campaign) -> dict:
+    summary = campaign_summary(campaign)
+    statuses = {status: summary.statuses.get(status, 0) for status in Attempt.Status.values}
+    report = summary.report
+    return {
+        "id": campaign.pk,
+        "name": campaign.name,
+        "benchmark": campaign.benchmark.name,
+        "protocol_id": campaign.protocol.protocol_id,
+        "mode": campaign.mode,
+        "policy": campaign.policy.name,
+        "policy_identity": campaign.policy.identity,
+        "tasks": campaign.task_names,
+        "seeds": campaign.seeds,
+        "created_at": campaign.created_at,
+        "created_by": campaign.created_by.username if campaign.created_by else None,
+        "cells": summary.total,
+        "statuses": statuses,
+        "finished": statuses[Attempt.Status.FINISHED],
+        "done": not any(statuses[s] for s in ("pending", "queued", "running")),
+        "infrastructure_errors": report.overall.errors.get("infrastructure_error", 0)
+        + report.non_autonomous.errors.get("infrastructure_error", 0),
+        "report": report.as_dict(),
+        "url": link(request, "evaluator:campaign", campaign.pk),
+    }
+
+
+def _campaign(campaign_id: int) -> Campaign:
+    return get_object_or_404(
+        Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by"), pk=campaign_id
+    )
+
+
+@operation(router, "POST", "/campaigns/preview", permission="launch_campaign", response=PreviewOut)
+def preview_campaign(request, plan: LaunchIn):
+    """What Create would freeze, after every check Create runs; nothing is stored."""
+    form = launch_form(plan)
+    preview = form.preview()
+    config = preview["config"]
+    return {
+        "protocol_id": config.protocol_id,
+        "configuration": config.as_dict(),
+        "tasks": form.cleaned_data["tasks"],
+        "seeds": list(preview["seeds"]),
+        "cells": preview["full"]["cells"] if preview["full"] else preview["cells"],
+        "budgets": [
+            {"task": name, "budget": budget.as_dict(), "full_chunk_calls": calls, "reaches_horizon": reaches}
+            for name, budget, calls, reaches in preview["budgets"]
+        ],
+        "full_plan": preview["full"],
+    }
+
+
+@operation(router, "POST", "/campaigns", permission="launch_campaign", response=CampaignOut, status=201)
+def create_campaign(request, plan: CreateIn):
+    """Freeze the plan as pending cells; with "start": true, queue them all as well."""
+    if plan.start:
+        check_can(request.auth, "start_attempt")  # before anything is created
+    form = launch_form(plan)
+    with transaction.atomic():
+        campaign = form.launch(request.auth)
+        if plan.start:
+            do_start_attempts(request.auth, list(campaign.attempts.all()))
+    return 201, campaign_out(request, _campaign(campaign.pk))
+
+
+@operation(router, "GET", "/campaigns", permission="view_campaign", response=CampaignListOut)
+def list_campaigns(request, benchmark: str = "", policy: str = "", protocol: str = "", page: int = 1):
+    """Campaigns, newest first, filtered as the campaigns page filters them."""
+    queryset = Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by").order_by(
+        "-created_at", "-pk"
+    )
+    for value, lookup in (
+        (benchmark, "benchmark__name"),
+        (policy, "policy__name"),
+        (protocol, "protocol__protocol_id"),
+    ):
+        if value:
+            queryset = queryset.filter(**{lookup: value})
+    found, count, pages = page_of(queryset, page)
+    return {"count": count, "page": page, "pages": pages, "campaigns": [campaign_out(request, c) for c in found]}
+
+
+@operation(router, "GET", "/campaigns/{campaign_id}", permission="view_campaign", response=CampaignOut)
+def get_campaign(request, campaign_id: int):
+    """A campaign's status, progress and aggregates, with their denominators and intervals."""
+    return campaign_out(request, _campaign(campaign_id))
+
+
+@operation(router, "POST", "/campaigns/{campaign_id}/start", permission="start_attempt", response=StartOut)
+def start_campaign(request, campaign_id: int):
+    """Queue the campaign's pending cells (its pending re-runs too), once each."""
+    campaign = _campaign(campaign_id)
+    return {"queued": do_start_attempts(request.auth, list(campaign.attempts.filter(status="pending")))}
+
+
+@operation(router, "GET", "/campaigns/{campaign_id}/cells", permission="view_campaign", response=CellPageOut)
+def list_cells(request, campaign_id: int, page: int = 1):
+    """The planned cells in plan order, PAGE_SIZE a page."""
+    campaign = _campaign(campaign_id)
+    cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task").order_by("cell_index")
+    found, count, pages = page_of(cells, page)
+    rows = [
+        {
+            "attempt": a.pk,
+            "cell_index": a.cell_index,
+            "task": a.task.name,
+            "seed": a.seed,
+            "status": a.status,
+            "outcome": a.outcome or None,
+            "error_type": a.error_type or None,
+            "autonomous": a.autonomous,
+            "url": link(request, "evaluator:review", a.pk),
+        }
+        for a in found
+    ]
+    return {"count": count, "page": page, "pages": pages, "cells": rows}
+
+
+@operation(router, "GET", "/compare", permission="view_campaign", response=ComparisonOut)
+def compare(request, a: int, b: int):
+    """Two campaigns paired cell by cell (same task and seed), as the comparison page pairs them."""
+    a, b = _campaign(a), _campaign(b)
+    cells_a, cells_b = campaign_cells(a), campaign_cells(b)
+    comparison = compare_campaigns(cells_a, cells_b)
+    return {
+        "a": a.pk,
+        "b": b.pk,
+        "pairs": comparison.pairs,
+        "both": comparison.both,
+        "neither": comparison.neither,
+        "only_a": comparison.only_a,
+        "only_b": comparison.only_b,
+        "unpaired": comparison.unpaired,
+        "non_autonomous": comparison.non_autonomous,
+        "report_a": campaign_report(cells_a).as_dict(),
+        "report_b": campaign_report(cells_b).as_dict(),
+    }
+
+
+def _archive_out(request, campaign: Campaign) -> dict:
+    archive = archive_of(campaign)
+    ready = archive.state == "ready"
+    return {
+        "state": archive.state,
+        "reason": archive.reason,
+        "download": link(request, "evaluator:lerobot_download", campaign.pk) if ready else None,
+    }
+
+
+@operation(router, "GET", "/campaigns/{campaign_id}/lerobot", permission="view_campaign", response=ArchiveOut)
+def lerobot_archive(request, campaign_id: int):
+    """The campaign's LeRobot dataset for its present state: none, preparing, ready (with its link) or failed."""
+    return _archive_out(request, _campaign(campaign_id))
+
+
+@operation(
+    router, "POST", "/campaigns/{campaign_id}/lerobot/prepare", permission="launch_campaign", response=ArchiveOut
+)
+def prepare_lerobot(request, campaign_id: int):
+    """Build the LeRobot dataset on the executor; poll GET .../lerobot for its link."""
+    campaign = _campaign(campaign_id)
+    do_prepare_export(request.auth, campaign)
+    return _archive_out(request, campaign)

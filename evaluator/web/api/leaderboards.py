@@ -1,0 +1,64 @@
+"""Leaderboards through the API: the identities that have one, and one identity's board."""
+
+from django.http import Http404
+from ninja import Router
+
+from evaluator.records.leaderboards import Board, board, board_entries
+from evaluator.web.api.common import link, operation
+from evaluator.web.api.schemas import LeaderboardIndexOut, LeaderboardOut
+
+router = Router(tags=["leaderboards"])
+
+METHOD = (
+    "rank = 1 + the number of rows whose Wilson 95% interval of the success rate lies wholly above this row's; "
+    "rows of equal rank are tied (docs/measurements.md)"
+)
+
+
+@operation(router, "GET", "/leaderboards", permission="view_campaign", response=list[LeaderboardIndexOut])
+def list_leaderboards(request):
+    """Every protocol identity with a finished campaign, and how many policies its board ranks."""
+    return [
+        {
+            "protocol_id": entry.protocol_id,
+            "benchmark": entry.benchmark,
+            "mode": entry.mode,
+            "policies": entry.policies,
+            "url": link(request, "evaluator:leaderboard", entry.protocol_id),
+        }
+        for entry in board_entries()
+    ]
+
+
+@operation(router, "GET", "/leaderboards/{path:protocol_id}", permission="view_campaign", response=LeaderboardOut)
+def get_leaderboard(request, protocol_id: str):
+    """One identity's board: each policy's newest finished campaign under exactly that identity, ranked."""
+    found = board(protocol_id)
+    if found is None:
+        raise Http404(f"no finished campaign under {protocol_id[:200]!r}")
+    return board_out(request, found)
+
+
+def board_out(request, found: Board) -> dict:
+    return {
+        "protocol_id": found.protocol_id,
+        "benchmark": found.benchmark,
+        "mode": found.mode,
+        "tasks": found.tasks,
+        "method": METHOD,
+        "rows": [
+            {
+                "rank": row.standing.rank,
+                "tied": row.standing.tied,
+                "policy": row.campaign.policy.name,
+                "policy_identity": row.campaign.policy.identity,
+                "campaign": row.campaign.pk,
+                "campaign_url": link(request, "evaluator:campaign", row.campaign.pk),
+                "finished_at": row.finished_at,
+                "success_rate": row.success_rate.as_dict(),
+                "per_task": {task: rate.as_dict() for task, rate in row.per_task.items()},
+                "non_autonomous": row.non_autonomous,
+            }
+            for row in found.rows
+        ],
+    }

@@ -1,0 +1,253 @@
+"""What the API reads and writes, as pydantic schemas: the OpenAPI document is generated from them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ninja import Field, Schema
+
+
+class RateOut(Schema):
+    numerator: int
+    denominator: int
+    value: float | None
+    wilson95_low: float | None
+    wilson95_high: float | None
+
+
+class AggregateOut(Schema):
+    selected: int
+    attempted: int
+    successes: int
+    completed_failures: int
+    errors: dict[str, int] = Field(description="attempts by error class: policy_error, contract_violation, ...")
+    coverage: RateOut
+    success_rate: RateOut = Field(description="successes over protocol-completed attempts")
+    attempt_success_rate: RateOut = Field(description="successes over every attempt")
+
+
+class ReportOut(Schema):
+    overall: AggregateOut = Field(description="autonomous attempts only, over every selected cell")
+    per_task: dict[str, AggregateOut]
+    non_autonomous: AggregateOut = Field(description="attempts a watcher intervened in, counted apart")
+
+
+class TaskOut(Schema):
+    name: str
+    env_id: str
+    native_horizon: int
+    instruction: str
+    robot: str
+    rgb_shape: list[int]
+
+
+class BenchmarkOut(Schema):
+    name: str
+    title: str
+    ready: bool
+    readiness: str = Field(description="why the benchmark can or cannot run on this deployment")
+    default_protocol: str | None
+    tasks: list[str]
+
+
+class LaunchIn(Schema):
+    """A campaign's plan, as the launch form takes it; every check the form runs, the API runs."""
+
+    benchmark: str
+    policy: str = Field(description="a registered policy name or a spec: openpi+ws://HOST:PORT, http://HOST/act, ...")
+    tasks: list[str] | Literal["all"] = Field(description='task names, or "all" for every task in scope')
+    seed: int = Field(0, description="the first reset seed, in [0, 2**32)")
+    repeats: int = Field(1, description="consecutive seeds per task, from `seed`")
+    seeds: list[int] | None = Field(None, description="these seeds instead of seed and repeats")
+    name: str = ""
+    sensors: str = ""
+    interaction_mode: str = ""
+    action_rejection_feedback: bool = False
+    budget_mode: str = ""
+    horizon_multiplier: int | None = None
+    max_policy_calls: int | None = None
+    replan_interval: int | None = None
+    runner_step_cap: int | None = None
+    task_scope: str = ""
+    full: str = Field("", description="SimplerEnv: visual_matching or variant_aggregation, the whole native matrix")
+    families: list[str] = Field(default_factory=list, description="with `full`: only these families")
+
+
+class CreateIn(LaunchIn):
+    start: bool = Field(False, description="queue every cell at once (needs the start_attempt permission too)")
+
+
+class BudgetOut(Schema):
+    task: str
+    budget: dict
+    full_chunk_calls: int | None
+    reaches_horizon: bool
+
+
+class PreviewOut(Schema):
+    protocol_id: str
+    configuration: dict
+    tasks: list[str]
+    seeds: list[int]
+    cells: int
+    budgets: list[BudgetOut]
+    full_plan: dict | None = None
+
+
+class CampaignOut(Schema):
+    id: int
+    name: str
+    benchmark: str
+    protocol_id: str
+    mode: str
+    policy: str
+    policy_identity: str
+    tasks: list[str]
+    seeds: list[int]
+    created_at: datetime
+    created_by: str | None
+    cells: int
+    statuses: dict[str, int] = Field(description="the planned cells by status: pending, queued, running, finished")
+    finished: int
+    done: bool = Field(description="no planned cell is pending, queued or running")
+    infrastructure_errors: int = Field(description="finished cells that ended in an infrastructure error")
+    report: ReportOut
+    url: str = Field(description="the campaign's page")
+
+
+class CampaignListOut(Schema):
+    count: int
+    page: int
+    pages: int
+    campaigns: list[CampaignOut]
+
+
+class StartOut(Schema):
+    queued: list[int] = Field(description="the attempts queued now")
+
+
+class CellOut(Schema):
+    attempt: int
+    cell_index: int
+    task: str
+    seed: int
+    status: str
+    outcome: str | None
+    error_type: str | None
+    autonomous: bool
+    url: str
+
+
+class CellPageOut(Schema):
+    count: int
+    page: int
+    pages: int
+    cells: list[CellOut]
+
+
+class AttemptOut(Schema):
+    record: dict = Field(description="the stored record, as `manage.py evaluate --json` prints it")
+    campaign: int
+    url: str
+    artifacts: dict[str, str] = Field(description="artifact path -> its download URL")
+
+
+class AttemptRowOut(Schema):
+    attempt: int
+    campaign: int
+    benchmark: str
+    task: str
+    protocol_id: str
+    policy: str
+    seed: int
+    status: str
+    outcome: str | None
+    error_type: str | None
+    environment_steps: int
+    policy_calls: int
+    autonomous: bool
+    created_at: datetime
+    url: str
+
+
+class AttemptSearchOut(Schema):
+    count: int
+    page: int
+    pages: int
+    attempts: list[AttemptRowOut]
+
+
+class ComparisonOut(Schema):
+    a: int
+    b: int
+    pairs: int = Field(description="cells protocol-completed and autonomous in both: the paired denominator")
+    both: int
+    neither: int
+    only_a: int
+    only_b: int
+    unpaired: int
+    non_autonomous: int
+    report_a: ReportOut
+    report_b: ReportOut
+
+
+class ArchiveOut(Schema):
+    state: str = Field(description="none, preparing, ready or refused, for the campaign as it is now")
+    reason: str = Field(description="why it was refused")
+    download: str | None
+
+
+class LeaderboardRowOut(Schema):
+    rank: int
+    tied: bool = Field(description="another row has the same rank: their intervals overlap a common better row")
+    policy: str
+    policy_identity: str
+    campaign: int
+    campaign_url: str
+    finished_at: datetime | None
+    success_rate: RateOut
+    per_task: dict[str, RateOut]
+    non_autonomous: int = Field(description="attempts a watcher intervened in: excluded from every rate, counted")
+
+
+class LeaderboardOut(Schema):
+    protocol_id: str
+    benchmark: str
+    mode: str
+    tasks: list[str]
+    rows: list[LeaderboardRowOut]
+    method: str
+
+
+class LeaderboardIndexOut(Schema):
+    protocol_id: str
+    benchmark: str
+    mode: str
+    policies: int
+    url: str
+
+
+class PolicyCheckIn(Schema):
+    policy: str
+    benchmark: str
+    task: str = Field("", description="the task whose frame size and instruction the observation has; default first")
+    sensors: str = ""
+    replan_interval: int | None = None
+
+
+class PolicyCheckOut(Schema):
+    valid: bool
+    error_type: str | None
+    message: str
+    latency_ms: float | None
+    chunk_length: int | None
+    reply_excerpt: str
+    observation: dict = Field(description="what the synthetic observation held: frame shape, sensors, instruction")
+
+
+class MeOut(Schema):
+    username: str
+    roles: list[str]
+    permissions: list[str]
+    via: Literal["token", "session"]

@@ -1,0 +1,227 @@
+"""`rsi`: RSI from a shell or a CI job.
+
+    rsi launch --benchmark fetch --tasks all --repeats 3 --policy openpi+ws://gpu7:8000 --wait
+    rsi check-policy --benchmark fetch --policy openpi+ws://gpu7:8000
+    rsi status 12 | rsi wait 12 | rsi leaderboard [PROTOCOL_ID] | rsi whoami
+
+The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Exit status: 0 done; 1 refused (a launch
+the protocol refuses, a policy whose reply is invalid); 2 a usage error; 3 the campaign ended with infrastructure
+errors; 4 not authenticated or not permitted; 5 the site cannot be reached, answered an error, or the wait timed
+out; 130 interrupted (the campaign goes on on the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rsi_client.client import ApiError, Client, WaitTimedOut
+
+REFUSED, INFRASTRUCTURE, AUTH, FAILED, INTERRUPTED = 1, 3, 4, 5, 130
+
+
+def _rate(rate: dict) -> str:
+    if not rate["denominator"]:
+        return f"{rate['numerator']}/0 (no completed attempt)"
+    return (
+        f"{rate['numerator']}/{rate['denominator']} = {rate['value']:.3f} "
+        f"[{rate['wilson95_low']:.3f}, {rate['wilson95_high']:.3f}] (Wilson 95%)"
+    )
+
+
+def progress_line(campaign: dict) -> str:
+    s = campaign["statuses"]
+    return (
+        f"campaign {campaign['id']}: {campaign['finished']}/{campaign['cells']} finished, {s['running']} running, "
+        f"{s['queued']} queued, {s['pending']} pending; {campaign['report']['overall']['successes']} successes"
+    )
+
+
+def summary(campaign: dict) -> str:
+    report = campaign["report"]
+    overall = report["overall"]
+    lines = [
+        f"campaign {campaign['id']} {campaign['name']!r}: {campaign['policy']} under {campaign['protocol_id']}",
+        f"  {campaign['url']}",
+        f"  success_rate          {_rate(overall['success_rate'])}",
+        f"  attempt_success_rate  {_rate(overall['attempt_success_rate'])}",
+        f"  coverage              {overall['attempted']}/{overall['selected']} cells attempted",
+    ]
+    errors = {k: v for k, v in overall["errors"].items() if v}
+    if errors:
+        lines.append("  errors                " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
+    if report["non_autonomous"]["attempted"]:
+        lines.append(f"  non-autonomous        {report['non_autonomous']['attempted']} attempt(s), counted apart")
+    for task, aggregate in report["per_task"].items():
+        lines.append(f"  {task:<22}{_rate(aggregate['success_rate'])}")
+    return "\n".join(lines)
+
+
+def _plan(args) -> dict:
+    plan = {"benchmark": args.benchmark, "policy": args.policy, "seed": args.seed, "repeats": args.repeats}
+    plan["tasks"] = "all" if args.tasks == "all" else [t for t in args.tasks.split(",") if t]
+    if args.seeds:
+        plan["seeds"] = [int(s) for s in args.seeds.split(",") if s.strip()]
+    for name in ("name", "sensors", "budget_mode", "task_scope", "interaction_mode", "full"):
+        if getattr(args, name):
+            plan[name] = getattr(args, name)
+    for name in ("max_policy_calls", "replan_interval", "horizon_multiplier", "runner_step_cap"):
+        if getattr(args, name) is not None:
+            plan[name] = getattr(args, name)
+    if args.feedback:
+        plan["action_rejection_feedback"] = True
+    return plan
+
+
+def _wait(client: Client, campaign_id: int, args) -> int:
+    def report(campaign):
+        print(progress_line(campaign), file=sys.stderr, flush=True)
+
+    campaign = client.wait(campaign_id, poll_s=args.poll, timeout_s=args.timeout, on_progress=report)
+    print(json.dumps(campaign, indent=1) if args.json else summary(campaign))
+    return INFRASTRUCTURE if campaign["infrastructure_errors"] else 0
+
+
+def launch(client: Client, args) -> int:
+    plan = _plan(args)
+    if args.preview:
+        print(json.dumps(client.preview(**plan), indent=1))
+        return 0
+    campaign = client.launch(start=not args.no_start, **plan)
+    print(f"campaign {campaign['id']} created: {campaign['cells']} cells, {campaign['url']}", file=sys.stderr)
+    if not args.wait:
+        print(json.dumps(campaign, indent=1) if args.json else campaign["id"])
+        return 0
+    return _wait(client, campaign["id"], args)
+
+
+def status(client: Client, args) -> int:
+    campaign = client.campaign(args.campaign)
+    print(json.dumps(campaign, indent=1) if args.json else progress_line(campaign) + "\n" + summary(campaign))
+    return 0
+
+
+def check_policy(client: Client, args) -> int:
+    check = client.check_policy(args.policy, args.benchmark, args.task, args.sensors, args.replan_interval)
+    if args.json:
+        print(json.dumps(check, indent=1))
+    else:
+        latency = "no call made" if check["latency_ms"] is None else f"{check['latency_ms']:.1f} ms"
+        verdict = "valid" if check["valid"] else f"INVALID ({check['error_type']})"
+        print(f"{verdict}: {check['message']}\n  latency {latency}, chunk length {check['chunk_length']}")
+        obs = check["observation"]
+        print(f"  observation: frame {obs['rgb_shape']}, sensors {obs['sensors'] or 'none'}, task {obs['task']}")
+    return 0 if check["valid"] else REFUSED
+
+
+def leaderboard(client: Client, args) -> int:
+    if not args.protocol_id:
+        for entry in client.leaderboards():
+            print(f"{entry['protocol_id']}  ({entry['benchmark']}, {entry['mode']}, {entry['policies']} policies)")
+        return 0
+    board = client.leaderboard(args.protocol_id)
+    if args.json:
+        print(json.dumps(board, indent=1))
+        return 0
+    print(f"{board['protocol_id']}: {board['method']}")
+    for row in board["rows"]:
+        rank = f"{row['rank']}{'=' if row['tied'] else ' '}"
+        print(f"{rank:>4} {row['policy']:<30} {_rate(row['success_rate'])}  campaign {row['campaign']}")
+    return 0
+
+
+def whoami(client: Client, args) -> int:
+    me = client.me()
+    print(f"{me['username']} ({', '.join(me['roles']) or 'no role'}), by {me['via']}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="rsi", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--url", help="the site, e.g. https://rsi.example.org (default: RSI_URL)")
+    top.add_argument("--token", help="a personal API token (default: RSI_TOKEN)")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    def waiting(command):
+        command.add_argument("--poll", type=float, default=5.0, help="seconds between polls (default 5)")
+        command.add_argument("--timeout", type=float, help="give up waiting after this many seconds (exit 5)")
+        command.add_argument("--json", action="store_true", help="print the campaign as JSON")
+
+    go = commands.add_parser("launch", help="create a campaign, start it and (--wait) wait for its numbers")
+    go.add_argument("--benchmark", required=True)
+    go.add_argument("--policy", required=True, help="a registered name or a spec (openpi+ws://HOST:PORT, ...)")
+    go.add_argument("--tasks", default="all", help="all, or task names separated by commas (default all)")
+    go.add_argument("--seed", type=int, default=0, help="the first reset seed (default 0)")
+    go.add_argument("--repeats", type=int, default=1, help="consecutive seeds per task (default 1)")
+    go.add_argument("--seeds", help="these seeds, separated by commas, instead of --seed and --repeats")
+    go.add_argument("--name", default="")
+    go.add_argument("--sensors", default="")
+    go.add_argument("--budget-mode", default="", help="horizon or decisions")
+    go.add_argument("--max-policy-calls", type=int)
+    go.add_argument("--replan-interval", type=int)
+    go.add_argument("--horizon-multiplier", type=int)
+    go.add_argument("--runner-step-cap", type=int)
+    go.add_argument("--task-scope", default="")
+    go.add_argument("--interaction-mode", default="")
+    go.add_argument("--full", default="", help="SimplerEnv: visual_matching or variant_aggregation")
+    go.add_argument("--feedback", action="store_true", help="the action-rejection feedback track")
+    go.add_argument("--no-start", action="store_true", help="create the cells without starting them")
+    go.add_argument("--preview", action="store_true", help="print what would be created; create nothing")
+    go.add_argument("--wait", action="store_true", help="wait until every cell has finished; print the aggregates")
+    waiting(go)
+    go.set_defaults(run=launch)
+
+    show = commands.add_parser("status", help="a campaign's progress and aggregates")
+    show.add_argument("campaign", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=status)
+
+    hold = commands.add_parser("wait", help="wait for a campaign to finish; print its aggregates")
+    hold.add_argument("campaign", type=int)
+    waiting(hold)
+    hold.set_defaults(run=lambda client, args: _wait(client, args.campaign, args))
+
+    check = commands.add_parser("check-policy", help="one call of a policy on a synthetic observation")
+    check.add_argument("--benchmark", required=True)
+    check.add_argument("--policy", required=True)
+    check.add_argument("--task", default="", help="whose frame size and instruction to send (default: the first)")
+    check.add_argument("--sensors", default="")
+    check.add_argument("--replan-interval", type=int)
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(run=check_policy)
+
+    board = commands.add_parser("leaderboard", help="the leaderboards, or one protocol identity's")
+    board.add_argument("protocol_id", nargs="?")
+    board.add_argument("--json", action="store_true")
+    board.set_defaults(run=leaderboard)
+
+    commands.add_parser("whoami", help="the user the token acts as, and its roles").set_defaults(run=whoami)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        client = Client(args.url, args.token)
+        return args.run(client, args)
+    except ValueError as error:
+        print(f"rsi: {error}", file=sys.stderr)
+        return 2
+    except ApiError as error:
+        print(f"rsi: {error.code} (HTTP {error.status or 'none'})", file=sys.stderr)
+        for reason in error.reasons:
+            print(f"  - {reason}", file=sys.stderr)
+        if error.status in (401, 403):
+            return AUTH
+        return REFUSED if error.status == 422 else FAILED
+    except WaitTimedOut as error:
+        print(f"rsi: {error}; it goes on on the server: rsi wait {error.campaign['id']}", file=sys.stderr)
+        return FAILED
+    except KeyboardInterrupt:
+        print("rsi: interrupted; the campaign goes on on the server", file=sys.stderr)
+        return INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
