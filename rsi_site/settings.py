@@ -169,6 +169,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 if redis_url := os.environ.get("REDIS_URL"):
+    # The cache holds the API's count of failed token authentications per address (evaluator/web/api/auth.py):
+    # in Redis, every web process counts the same failures.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -21,6 +21,14 @@ os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
 os.environ.setdefault("RSI_HEARTBEAT_S", "3600")
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache: it holds the API's count of failed token authentications."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def catalogs(db):
     return {b.name: b for b in sync_all_catalogs()}

@@ -1,17 +1,13 @@
 """The HTTP API, /api/v1/: the pages' twin. Every endpoint checks the permission its page checks, answers errors
 as {"code", "reasons"} (errors.py), and is described by the OpenAPI document generated from this code
 (/api/v1/openapi.json; browsable at /api/v1/docs). Callers authenticate with a personal token or the browser's
-session (auth.py).
-
-The endpoint modules do without `from __future__ import annotations`: ninja reads a view's parameter types through
-the permission wrapper (common.operation), in whose module a string annotation would not resolve."""
+session (auth.py)."""
 
 from __future__ import annotations
 
 from ninja import NinjaAPI
 
 from evaluator.web.api import account, attempts, benchmarks, campaigns, leaderboards, policies
-from evaluator.web.api.auth import AUTH
 from evaluator.web.api.errors import install_handlers
 
 api = NinjaAPI(
@@ -23,7 +19,6 @@ api = NinjaAPI(
         "`x-rsi-permission` names the permission the caller's roles must grant."
     ),
     urls_namespace="api",
-    auth=AUTH,
 )
 install_handlers(api)
 for module in (account, benchmarks, campaigns, attempts, leaderboards, policies):

@@ -1,5 +1,7 @@
-"""Who calls the API: a personal token (Authorization: Bearer rsi_...) or the browser's session, whose unsafe
-requests must carry Django's CSRF token. A token acts with its user's roles.
+"""Who calls the API, and whether their roles allow the endpoint: a personal token (Authorization: Bearer rsi_...)
+or the browser's session, whose unsafe requests must carry Django's CSRF token. A token acts with its user's
+roles. The permission is checked here, with the caller, before the request's body or parameters are read: a
+caller who may not use an endpoint learns nothing about what it would have accepted.
 
 Failed token authentications are throttled like logins (django-axes' limits, AXES_FAILURE_LIMIT and
 AXES_COOLOFF_TIME): after that many from one address within the cool-off, that address gets 429 until it ends.
@@ -15,8 +17,11 @@ from django.core.cache import cache
 from django.http import HttpRequest
 from ninja.security import HttpBearer, SessionAuth
 
+from evaluator.records.roles import check_can
 from evaluator.records.tokens import TokenRejected, authenticate_token
 from evaluator.web.api.errors import ApiError
+
+AUTHENTICATED = "authenticated"  # an endpoint any logged-in user or token may call
 
 
 def _cool_off() -> datetime.timedelta:
@@ -28,7 +33,17 @@ def _failures_key(request: HttpRequest) -> str:
     return f"rsi:api-token-failures:{request.META.get('REMOTE_ADDR', '')}"
 
 
+def _authorized(user, permission: str):
+    if permission != AUTHENTICATED:
+        check_can(user, permission)  # PermissionDenied: a 403 naming what is missing
+    return user
+
+
 class TokenAuth(HttpBearer):
+    def __init__(self, permission: str):
+        super().__init__()
+        self.permission = permission
+
     def authenticate(self, request: HttpRequest, token: str):
         key = _failures_key(request)
         window = int(_cool_off().total_seconds())
@@ -42,20 +57,34 @@ class TokenAuth(HttpBearer):
         try:
             found = authenticate_token(token.strip())
         except TokenRejected as rejected:
-            if cache.add(key, 1, timeout=window) is False:
+            if not cache.add(key, 1, timeout=window):
                 cache.incr(key)
                 cache.touch(key, timeout=window)
             raise ApiError(401, f"token_{rejected.reason}", str(rejected)) from None
         request.user = found.user
-        return found.user
+        return _authorized(found.user, self.permission)
 
 
 class BrowserSession(SessionAuth):
     """The logged-in browser; unsafe methods need the CSRF token as the pages' forms do."""
 
+    def __init__(self, permission: str):
+        super().__init__(csrf=True)
+        self.permission = permission
+
+    def _get_key(self, request: HttpRequest):
+        # Without a session there is nothing to forge: the caller is unauthenticated (401), not a CSRF failure.
+        if self.param_name not in request.COOKIES:
+            return None
+        return super()._get_key(request)
+
     def authenticate(self, request: HttpRequest, key):
-        user = super().authenticate(request, key)
-        return user if user is not None and user.is_active else None
+        user = request.user if key is not None else None
+        if user is None or not user.is_authenticated or not user.is_active:
+            return None
+        return _authorized(user, self.permission)
 
 
-AUTH = [TokenAuth(), BrowserSession()]
+def auth_for(permission: str) -> list:
+    """The authentication of an endpoint that needs `permission`: a token first, else the session."""
+    return [TokenAuth(permission), BrowserSession(permission)]

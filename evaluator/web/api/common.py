@@ -1,9 +1,8 @@
-"""What every endpoint shares: the permission it checks (the same as its page's, and listed in the OpenAPI document
-as x-rsi-permission), the error statuses it documents, pages of lists, and links to the pages."""
+"""What every endpoint shares: the permission it checks with its caller (the same as its page's, and listed in the
+OpenAPI document as x-rsi-permission), the error statuses it documents, pages of lists, and links to the pages."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 from django.core.paginator import Paginator
@@ -11,30 +10,26 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router
 
-from evaluator.records.roles import check_can
+from evaluator.web.api.auth import AUTHENTICATED, auth_for
 from evaluator.web.api.errors import ERROR_STATUSES, ApiError, ErrorOut
 
 PAGE_SIZE = 50
-AUTHENTICATED = "authenticated"  # an endpoint any logged-in user or token may call
+__all__ = ["AUTHENTICATED", "PAGE_SIZE", "link", "operation", "page_of"]
 
 
 def operation(
     router: Router, method: str, path: str, *, permission: str, response, status: int = 200, **options
 ) -> Callable:
-    """Register an endpoint that checks `permission` (a codename of evaluator's) before it runs."""
+    """Register an endpoint whose caller's roles must grant `permission` (a codename of evaluator's)."""
     documented = {status: response, **{code: ErrorOut for code in ERROR_STATUSES}}
-
-    def register(view: Callable) -> Callable:
-        @functools.wraps(view)
-        def checked(request: HttpRequest, *args, **kwargs):
-            if permission != AUTHENTICATED:
-                check_can(request.auth, permission)
-            return view(request, *args, **kwargs)
-
-        extra = {"x-rsi-permission": permission}
-        return router.api_operation([method], path, response=documented, openapi_extra=extra, **options)(checked)
-
-    return register
+    return router.api_operation(
+        [method],
+        path,
+        auth=auth_for(permission),
+        response=documented,
+        openapi_extra={"x-rsi-permission": permission},
+        **options,
+    )
 
 
 def page_of(queryset, number: int):

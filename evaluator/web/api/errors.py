@@ -63,7 +63,10 @@ def install_handlers(api: NinjaAPI) -> None:
         return answer(request, 429, "throttled", [str(exc)])
 
     def http_error(request, exc: HttpError):
-        code = "csrf_failed" if exc.status_code == 403 else f"http_{exc.status_code}"
+        if exc.status_code == 403:  # ninja's only 403 of its own: the session's CSRF check
+            reasons = ["a session request that changes something needs the X-CSRFToken header; scripts use a token"]
+            return answer(request, 403, "csrf_failed", reasons)
+        code = "invalid_request" if exc.status_code == 400 else f"http_{exc.status_code}"  # 400: a body not JSON
         return answer(request, exc.status_code, code, [str(exc)])
 
     def forbidden(request, exc: PermissionDenied):
