@@ -4,7 +4,7 @@ exactly what the page refuses, every reason at once."""
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from ninja import Router
+from ninja import Router, Status
 
 from evaluator.execution.launching import do_prepare_export, do_start_attempts
 from evaluator.exports.archives import archive_of
@@ -128,7 +128,7 @@ def create_campaign(request, plan: CreateIn):
         campaign = form.launch(request.auth)
         if plan.start:
             do_start_attempts(request.auth, list(campaign.attempts.all()))
-    return 201, campaign_out(request, _campaign(campaign.pk))
+    return Status(201, campaign_out(request, _campaign(campaign.pk)))
 
 
 @operation(router, "GET", "/campaigns", permission="view_campaign", response=CampaignListOut)
