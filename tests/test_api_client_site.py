@@ -1,0 +1,204 @@
+"""Issue 32, done when: "A test starts a real daphne, creates a token through the page, and drives a whole Fetch
+campaign with the client alone (launch, wait, aggregates), then revokes the token and sees 401." Item 3: "A client
+(rsi_client/, stdlib or httpx only, its own small pyproject.toml so a training environment can install it without
+Django): `rsi launch ... --wait` prints progress and the aggregates and exits non-zero on a refused launch or when
+the campaign ends with infrastructure errors; the same as a Python call for use inside a training loop."
+
+The client is installed from rsi_client/ into a fresh virtual environment that has nothing else (no Django), and
+run there as the `rsi` command."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers.site import Session, daphne_site
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--budget-mode", "decisions", "--max-policy-calls", "4", "--replan-interval", "1", "--poll", "0.5"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("api-site")
+    with daphne_site(tmp, users={"olga": ["operator"]}) as (base, env):
+        yield base, Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
+
+
+@pytest.fixture(scope="module")
+def rsi(tmp_path_factory):
+    """The `rsi` command of a fresh venv where only the client is installed."""
+    where = tmp_path_factory.mktemp("client")
+    venv, source = where / "venv", where / "rsi_client"
+    shutil.copytree(ROOT / "rsi_client", source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # As a training environment installs it: pip builds it with setuptools, and it asks for nothing else.
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(source)], check=True, capture_output=True)
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list"], capture_output=True, text=True, check=True).stdout
+    assert "rsi-client" in listed and "Django" not in listed
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHON", "VIRTUAL_ENV", "RSI_"))}
+
+    def run(*args: str, token: str, url: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(venv / "bin" / "rsi"), *args],
+            env={**env, "RSI_URL": url, "RSI_TOKEN": token},
+            cwd=venv,  # not the repository: nothing of RSI's is importable from here
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    return run
+
+
+def make_token(base: str) -> str:
+    page = Session(base, "olga", "olgaolga").post("/account/tokens/", {"name": "training pipeline"})
+    return re.search(r'id="token-value">([^<]+)<', page).group(1)
+
+
+def query(db: Path, sql: str, *args):
+    with sqlite3.connect(db) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+def test_a_whole_fetch_campaign_through_the_client_alone_then_a_revoked_token_is_a_401(site, rsi):
+    base, db = site
+    token = make_token(base)
+    done = rsi(
+        "launch",
+        "--benchmark",
+        "fetch",
+        "--tasks",
+        "all",
+        "--repeats",
+        "2",
+        "--policy",
+        "noop",
+        "--wait",
+        *FAST,
+        token=token,
+        url=base,
+    )
+    assert done.returncode == 0, done.stderr
+    campaign_id = int(re.search(r"campaign (\d+) created: 8 cells", done.stderr).group(1))
+    # progress while it ran, then the aggregates with their denominators and intervals
+    assert f"campaign {campaign_id}: 8/8 finished" in done.stderr
+    assert re.search(r"campaign \d+: [0-7]/8 finished", done.stderr)
+    rows = query(
+        db, "select outcome, count(*) from evaluator_attempt where campaign_id = ? group by outcome", campaign_id
+    )
+    successes = dict(rows).get("success", 0)
+    completed = sum(n for outcome, n in rows if outcome in ("success", "task_failure"))
+    assert completed == 8
+    assert re.search(rf"success_rate +{successes}/8 = [0-9.]+ \[[0-9.]+, [0-9.]+\] \(Wilson 95%\)", done.stdout)
+    for task in ("pick_and_place", "push", "reach", "slide"):
+        assert re.search(rf"^  {task} +\d/2 = ", done.stdout, re.M), done.stdout
+    status = json.loads(rsi("status", str(campaign_id), "--json", token=token, url=base).stdout)
+    assert status["report"]["overall"]["success_rate"]["denominator"] == 8 and status["done"]
+
+    Session(base, "olga", "olgaolga").post(
+        f"/account/tokens/{query(db, 'select id from evaluator_apitoken')[0][0]}/revoke/"
+    )
+    refused = rsi("whoami", token=token, url=base)
+    assert refused.returncode == 4 and "token_revoked (HTTP 401)" in refused.stderr
+
+
+def test_a_refused_launch_exits_1_with_every_reason_and_creates_nothing(site, rsi):
+    base, db = site
+    before = query(db, "select count(*) from evaluator_campaign")
+    refused = rsi(
+        "launch",
+        "--benchmark",
+        "fetch",
+        "--tasks",
+        "reach,fly",
+        "--seed",
+        "-3",
+        "--policy",
+        "nope:x",
+        "--wait",
+        token=make_token(base),
+        url=base,
+    )
+    assert refused.returncode == 1
+    assert "launch_refused (HTTP 422)" in refused.stderr
+    assert "  - tasks: unknown task fly" in refused.stderr and "  - seed: " in refused.stderr
+    assert "  - policy: " in refused.stderr
+    assert query(db, "select count(*) from evaluator_campaign") == before
+
+
+def test_a_campaign_that_ends_in_infrastructure_errors_exits_3(site, rsi):
+    base, _ = site
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    ended = rsi(
+        "launch",
+        "--benchmark",
+        "fetch",
+        "--tasks",
+        "reach",
+        "--policy",
+        f"http://127.0.0.1:{closed}/act",
+        "--wait",
+        *FAST,
+        token=make_token(base),
+        url=base,
+    )
+    assert ended.returncode == 3, ended.stderr
+    assert "infrastructure_error 1" in ended.stdout
+
+
+def test_check_policy_from_the_command_line(site, rsi):
+    base, db = site
+    token = make_token(base)
+    valid = rsi("check-policy", "--benchmark", "fetch", "--policy", "noop", token=token, url=base)
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: a valid reply: 5 action(s)")
+    assert "frame [480, 640, 3]" in valid.stdout
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    invalid = rsi(
+        "check-policy",
+        "--benchmark",
+        "fetch",
+        "--policy",
+        f"http://127.0.0.1:{closed}/act",
+        "--json",
+        token=token,
+        url=base,
+    )
+    assert invalid.returncode == 1 and json.loads(invalid.stdout)["error_type"] == "policy_setup"
+
+
+def test_the_python_call_waits_inside_a_training_loop(site):
+    from rsi_client import ApiError, Client
+
+    base, _ = site
+    client = Client(base, token=make_token(base))
+    seen = []
+    campaign = client.evaluate(
+        benchmark="fetch",
+        tasks=["reach"],
+        policy="noop",
+        budget_mode="decisions",
+        max_policy_calls=2,
+        replan_interval=1,
+        poll_s=0.5,
+        on_progress=seen.append,
+    )
+    assert campaign["done"] and campaign["finished"] == 1
+    assert seen[-1]["statuses"]["finished"] == 1 and seen[0]["finished"] == 0
+    with pytest.raises(ApiError) as refused:
+        client.launch(benchmark="fetch", tasks=["fly"], policy="noop")
+    assert (refused.value.status, refused.value.code) == (422, "launch_refused")
+    with pytest.raises(ApiError) as unreachable:
+        Client("http://127.0.0.1:9", token="x").me()
+    assert unreachable.value.code == "unreachable"
