@@ -45,9 +45,9 @@ def rsi(tmp_path_factory):
     assert "rsi-client" in listed and "Django" not in listed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHON", "VIRTUAL_ENV", "RSI_"))}
 
-    def run(*args: str, token: str, url: str) -> subprocess.CompletedProcess:
+    def run(*args: str, token: str, url: str, program: str = "rsi") -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(venv / "bin" / "rsi"), *args],
+            [str(venv / "bin" / program), *args],
             env={**env, "RSI_URL": url, "RSI_TOKEN": token},
             cwd=venv,  # not the repository: nothing of RSI's is importable from here
             capture_output=True,
@@ -202,3 +202,27 @@ def test_the_python_call_waits_inside_a_training_loop(site):
     with pytest.raises(ApiError) as unreachable:
         Client("http://127.0.0.1:9", token="x").me()
     assert unreachable.value.code == "unreachable"
+
+
+def readme_blocks() -> tuple[list[str], str]:
+    """The README's client example: its `rsi` command lines, and its Python block."""
+    section = (ROOT / "README.md").read_text().split("## From a training script")[1].split("\n## ")[0]
+    shell = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    commands = [line.split("#")[0].split() for line in shell.splitlines() if line.startswith("rsi ")]
+    return commands, re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_example_works_as_written(site, rsi):
+    # Issue 32, item 6: "README: the API, tokens, the client and the policy check, each with an example that works
+    # as written." Its commands and its Python, run as they stand, against the site with a token made on the page.
+    base, _ = site
+    token = make_token(base)
+    commands, program = readme_blocks()
+    assert [c[:2] for c in commands] == [["rsi", "check-policy"], ["rsi", "launch"]]
+    for command in commands:
+        ran = rsi(*command[1:], token=token, url=base)
+        assert ran.returncode == 0, (command, ran.stderr)
+    assert "campaign" in ran.stderr and re.search(r"success_rate +\d+/12 = ", ran.stdout)
+    printed = rsi("-c", program, token=token, url=base, program="python")
+    assert printed.returncode == 0, printed.stderr
+    assert re.fullmatch(r"\d+/12 in \[\d\.\d\d, \d\.\d\d\]\n", printed.stdout)

@@ -121,3 +121,13 @@ def test_the_token_page_is_for_logged_in_users_and_sessions_still_work(catalogs)
 def test_a_token_needs_a_name(catalogs, name):
     page = logged_in(user_with("olga", "operator")).post("/account/tokens/", {"name": name}).content.decode()
     assert 'id="token-value"' not in page and ApiToken.objects.count() == 0
+
+
+def test_an_admin_sees_every_token_without_its_hash_and_revokes_any(catalogs, admin_client):
+    raw = make_token(logged_in(user_with("olga", "operator")))
+    token = ApiToken.objects.get()
+    listing = admin_client.get("/admin/evaluator/apitoken/").content.decode()
+    assert token.prefix in listing and token.key_hash not in listing
+    assert token.key_hash not in admin_client.get(f"/admin/evaluator/apitoken/{token.pk}/change/").content.decode()
+    admin_client.post("/admin/evaluator/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert api(raw).json()["code"] == "token_revoked"

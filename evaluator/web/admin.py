@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.utils import timezone
 
 from evaluator.records import models
 
@@ -44,6 +45,23 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(ViewOnlyAdmin):
+    """Users make and revoke their own tokens (/account/tokens/); the admin sees them, and revokes any."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "user__username", "prefix")
+    readonly_fields = ("user", "name", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at")
+    exclude = ("key_hash",)
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{count} token(s) revoked.")
 
 
 @admin.register(models.ProtocolIdentity)
