@@ -160,7 +160,7 @@ def test_check_policy_from_the_command_line(site, rsi):
     base, db = site
     token = make_token(base)
     valid = rsi("check-policy", "--benchmark", "fetch", "--policy", "noop", token=token, url=base)
-    assert valid.returncode == 0 and valid.stdout.startswith("valid: a valid reply: 5 action(s)")
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: 5 action(s) within the contract")
     assert "frame [480, 640, 3]" in valid.stdout
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

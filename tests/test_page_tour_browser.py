@@ -47,6 +47,9 @@ def _pages(base: str, db: Path, running: int) -> dict[str, str]:
         "compare-picker": "/campaigns/compare/",
         "compare": "/campaigns/compare/?a=1&b=2",
         "pair": f"/campaigns/compare/pair/?a={first}&b={second}",
+        "leaderboards": "/leaderboards/",
+        "leaderboard": "/leaderboards/fetch-development/rgb/decision-12-prefix-1/v1/",
+        "tokens": "/account/tokens/",
         "not-found": "/campaigns/4242/",
     }
 

@@ -133,10 +133,10 @@ def check_policy(spec: str, settings: dict, config: ProtocolConfig, task: TaskSp
         return refused(error_type_for(response.violation).value, response.violation.message, latency, shown)
     if response.stop:
         return PolicyCheck(
-            True, None, 'a valid reply: {"stop": true} at the first call', latency, 0, shown, observation
+            True, None, '{"stop": true} at the first call', latency, 0, shown, observation
         )
     length = len(reply.response["actions"])
     note = "" if length <= budget.replan_interval else f"; the first {budget.replan_interval} would execute"
     return PolicyCheck(
-        True, None, f"a valid reply: {length} action(s) of the contract{note}", latency, length, shown, observation
+        True, None, f"{length} action(s) within the contract{note}", latency, length, shown, observation
     )

@@ -11,7 +11,7 @@ router = Router(tags=["leaderboards"])
 
 METHOD = (
     "rank = 1 + the number of rows whose Wilson 95% interval of the success rate lies wholly above this row's; "
-    "rows of equal rank are tied (docs/measurements.md)"
+    "rows of equal rank are tied (Chatbot Arena's 'Rank (UB)' with Wilson intervals: docs/api.md)"
 )
 
 
