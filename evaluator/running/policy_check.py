@@ -132,11 +132,7 @@ def check_policy(spec: str, settings: dict, config: ProtocolConfig, task: TaskSp
     if response.violation is not None:
         return refused(error_type_for(response.violation).value, response.violation.message, latency, shown)
     if response.stop:
-        return PolicyCheck(
-            True, None, '{"stop": true} at the first call', latency, 0, shown, observation
-        )
+        return PolicyCheck(True, None, '{"stop": true} at the first call', latency, 0, shown, observation)
     length = len(reply.response["actions"])
     note = "" if length <= budget.replan_interval else f"; the first {budget.replan_interval} would execute"
-    return PolicyCheck(
-        True, None, f"{length} action(s) within the contract{note}", latency, length, shown, observation
-    )
+    return PolicyCheck(True, None, f"{length} action(s) within the contract{note}", latency, length, shown, observation)
