@@ -15,6 +15,10 @@ from tests.records import finish_cell
 REFUSED_PLAN = {"benchmark": "fetch", "policy": "nope:thing", "tasks": ["reach", "fly"], "seed": -1}
 
 
+def body_of(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
 def post(client, path: str, body: dict):
     return client.post(path, json.dumps(body), content_type="application/json")
 
@@ -126,8 +130,8 @@ def test_status_cells_records_search_and_comparison_carry_their_denominators(ope
 
     record = operator.get(f"/api/v1/attempts/{cells_a[0].pk}").json()
     assert record["record"]["outcome"] == "success" and record["campaign"] == first["id"]
-    path = f"attempts/{cells_a[0].pk}/manifest.json"
-    assert record["artifacts"] == {path: f"http://testserver/attempts/{cells_a[0].pk}/files/{path}"}
+    name = f"attempts/{cells_a[0].pk}/manifest.json"  # finish_cell's record, in no evidence folder
+    assert record["artifacts"] == {name: f"http://testserver/api/v1/attempts/{cells_a[0].pk}/files/{name}"}
 
     compared = operator.get(f"/api/v1/compare?a={first['id']}&b={second['id']}").json()
     # seed 0: success / failure, seed 1: failure / failure, seed 2: not paired (an error, a human)
@@ -149,3 +153,34 @@ def test_a_missing_record_is_a_typed_404(operator):
     for path in ("/api/v1/campaigns/424242", "/api/v1/attempts/424242", "/api/v1/benchmarks/nope/tasks"):
         response = operator.get(path)
         assert (response.status_code, response.json()["code"]) == (404, "not_found"), path
+
+
+def test_a_token_downloads_an_attempts_artifacts_and_the_lerobot_dataset(run_cell, catalogs):
+    """The API's links are readable with a token, as the pages' are with a session: ranges included."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    from evaluator.exports.archives import archive_of, build_archive, mark_preparing
+    from evaluator.records.tokens import do_create_token
+
+    attempt = run_cell(task="reach", budget_mode="decisions", max_policy_calls=3, replan_interval=1)
+    rita = get_user_model().objects.create_user("rita")
+    rita.groups.add(Group.objects.get(name="reviewer"))
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {do_create_token(rita, 'ci')[1]}")
+    links = client.get(f"/api/v1/attempts/{attempt.pk}").json()["artifacts"]
+    assert "video.mp4" in links and "manifest.json" in links
+    video = client.get(links["video.mp4"].removeprefix("http://testserver"), HTTP_RANGE="bytes=0-99")
+    assert video.status_code == 206 and len(body_of(video)) == 100
+    manifest = client.get(links["manifest.json"].removeprefix("http://testserver"))
+    assert "video.mp4" in json.dumps(json.loads(body_of(manifest)))  # the manifest lists the video
+    assert client.get(f"/api/v1/attempts/{attempt.pk}/files/../../secret").status_code == 404
+
+    campaign = attempt.campaign
+    assert client.get(f"/api/v1/campaigns/{campaign.pk}/lerobot.zip").json()["code"] == "not_found"
+    mark_preparing(archive_of(campaign))
+    build_archive(campaign.pk)
+    state = client.get(f"/api/v1/campaigns/{campaign.pk}/lerobot").json()
+    assert state["state"] == "ready" and state["download"].endswith(f"/api/v1/campaigns/{campaign.pk}/lerobot.zip")
+    archive = client.get(state["download"].removeprefix("http://testserver"))
+    assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"

@@ -53,6 +53,7 @@ def world(catalogs):
         "attempt_id": attempt.pk,
         "name": "fetch",
         "protocol_id": campaign.protocol.protocol_id,
+        "path": "manifest.json",
     }
 
 

@@ -7,6 +7,7 @@ from evaluator.records.queries import attempt_record
 from evaluator.web.access import viewable_attempt
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.schemas import AttemptOut, AttemptSearchOut
+from evaluator.web.views import review
 from evaluator.web.views.attempts import search_attempts
 
 router = Router(tags=["attempts"])
@@ -64,5 +65,21 @@ def get_attempt(request, attempt_id: int):
         "record": record,
         "campaign": attempt.campaign_id,
         "url": link(request, "evaluator:review", attempt.pk),
-        "artifacts": {path: link(request, "evaluator:artifact", attempt.pk, path) for path in record["artifacts"]},
+        "artifacts": {
+            a.name: link(request, "api:attempt_file", attempt.pk, a.name) for a in attempt.artifacts.order_by("path")
+        },
     }
+
+
+@operation(
+    router,
+    "GET",
+    "/attempts/{attempt_id}/files/{path:path}",
+    permission="view_attempt",
+    file="application/octet-stream",
+    url_name="attempt_file",
+)
+def attempt_file(request, attempt_id: int, path: str):
+    """One of the attempt's registered artifacts (video, frames, manifest, logs), by its name in the evidence
+    folder, with HTTP range requests: the review page's file, readable with a token."""
+    return review.artifact(request, attempt_id, path)

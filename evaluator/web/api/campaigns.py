@@ -25,6 +25,7 @@ from evaluator.web.api.schemas import (
     StartOut,
 )
 from evaluator.web.forms import LaunchForm
+from evaluator.web.views import campaigns as views
 
 router = Router(tags=["campaigns"])
 
@@ -211,8 +212,22 @@ def _archive_out(request, campaign: Campaign) -> dict:
     return {
         "state": archive.state,
         "reason": archive.reason,
-        "download": link(request, "evaluator:lerobot_download", campaign.pk) if ready else None,
+        "download": link(request, "api:lerobot_zip", campaign.pk) if ready else None,
     }
+
+
+@operation(
+    router,
+    "GET",
+    "/campaigns/{campaign_id}/lerobot.zip",
+    permission="view_campaign",
+    file="application/zip",
+    url_name="lerobot_zip",
+)
+def lerobot_zip(request, campaign_id: int):
+    """The LeRobot dataset the executor prepared for the campaign as it is now: the campaign page's download,
+    readable with a token; a 404 while there is none."""
+    return views.lerobot_download(request, campaign_id)
 
 
 @operation(router, "GET", "/campaigns/{campaign_id}/lerobot", permission="view_campaign", response=ArchiveOut)

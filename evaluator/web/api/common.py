@@ -18,17 +18,25 @@ __all__ = ["AUTHENTICATED", "PAGE_SIZE", "link", "operation", "page_of"]
 
 
 def operation(
-    router: Router, method: str, path: str, *, permission: str, response, status: int = 200, **options
+    router: Router,
+    method: str,
+    path: str,
+    *,
+    permission: str,
+    response=None,
+    status: int = 200,
+    file: str = "",
+    **options,
 ) -> Callable:
-    """Register an endpoint whose caller's roles must grant `permission` (a codename of evaluator's)."""
+    """Register an endpoint whose caller's roles must grant `permission` (a codename of evaluator's). `file`: the
+    endpoint answers a file of that media type (the page's own file response) instead of a schema."""
     documented = {status: response, **{code: ErrorOut for code in ERROR_STATUSES}}
+    extra: dict = {"x-rsi-permission": permission}
+    if file:
+        binary = {file: {"schema": {"type": "string", "format": "binary"}}}
+        extra["responses"] = {status: {"description": "the file (HTTP range requests honoured)", "content": binary}}
     return router.api_operation(
-        [method],
-        path,
-        auth=auth_for(permission),
-        response=documented,
-        openapi_extra={"x-rsi-permission": permission},
-        **options,
+        [method], path, auth=auth_for(permission), response=documented, openapi_extra=extra, **options
     )
 
 
