@@ -1,17 +1,20 @@
 """Error pages with the site's navigation: what went wrong, what to do, where to go.
 
 Django's own 400 and 500 handlers render without the request (no navigation, no message); these
-render every error page the same way. The 500 page falls back to a page without the request's
-context when rendering with it fails too (the fault may be the database that context needs).
+render every error page the same way. Under /api/ the answer is the API's JSON error instead
+({"code", "reasons"}: evaluator/web/api/errors.py), for what Django answers before the API does (an unknown
+route, a body over DATA_UPLOAD_MAX_MEMORY_SIZE) and for a fault of the server. The 500 page falls back to a page
+without the request's context when rendering with it fails too (the fault may be the database that context needs).
 """
 
 from __future__ import annotations
 
 import logging
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import Resolver404
 
 from evaluator.records.roles import ROLE_DESCRIPTIONS
 
@@ -20,7 +23,15 @@ log = logging.getLogger(__name__)
 TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 500: "Server error"}
 
 
+API_CODES = {400: "bad_request", 403: "forbidden", 404: "not_found", 500: "server_error"}
+
+
 def _page(request: HttpRequest, status: int, exception: Exception | None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        reason = str(exception or "")[:500] if status != 500 else "a fault of the server: it is logged"
+        if isinstance(exception, Resolver404):  # its text is the list of routes tried
+            reason = f"no such route: {request.path[:200]} (the routes are in /api/v1/openapi.json)"
+        return JsonResponse({"code": API_CODES[status], "reasons": [reason or TITLES[status]]}, status=status)
     user = getattr(request, "user", None)
     roles = list(user.groups.values_list("name", flat=True)) if user is not None and user.is_authenticated else []
     context = {

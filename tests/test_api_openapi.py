@@ -5,10 +5,20 @@ code and the reasons"."""
 import json
 import re
 
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.test import Client, override_settings
+from django.urls import URLPattern, URLResolver, get_resolver, path
 from openapi_spec_validator import validate
 
 from evaluator.web.api import api
+from rsi_site.urls import urlpatterns as site_urlpatterns
+
+
+def _fault(request):
+    raise RuntimeError("a fault of the server, with a secret in it")
+
+
+urlpatterns = [path("api/v1/fault", _fault), *site_urlpatterns]
+handler500 = "rsi_site.errors.server_error"
 
 
 def served_document(client) -> dict:
@@ -48,9 +58,9 @@ def test_every_operation_says_its_permission_and_documents_its_errors(client):
     document = served_document(client)
     error_schema = document["components"]["schemas"]["ErrorOut"]
     assert set(error_schema["required"]) == {"code", "reasons"}
-    for path, operations in document["paths"].items():
+    for route, operations in document["paths"].items():
         for method, operation in operations.items():
-            where = f"{method.upper()} {path}"
+            where = f"{method.upper()} {route}"
             assert operation.get("x-rsi-permission"), where
             assert operation.get("description") or operation.get("summary"), where
             assert operation.get("security"), where  # a token or a session, never open
@@ -79,3 +89,25 @@ def test_an_unknown_route_and_a_malformed_body_answer_typed_json(admin_client):
     assert (response.status_code, body["code"]) == (400, "invalid_request")
     # every missing field at once
     assert {r.split(":")[0] for r in body["reasons"]} == {"body.plan.benchmark", "body.plan.policy", "body.plan.tasks"}
+
+
+def test_what_django_answers_before_the_api_is_json_too(admin_client, settings):
+    unknown = admin_client.get("/api/v1/no/such/route")
+    assert unknown.status_code == 404 and unknown["Content-Type"] == "application/json"
+    assert unknown.json() == {
+        "code": "not_found",
+        "reasons": ["no such route: /api/v1/no/such/route (the routes are in /api/v1/openapi.json)"],
+    }
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    big = admin_client.post(
+        "/api/v1/campaigns/preview", json.dumps({"tasks": ["x" * 2000]}), content_type="application/json"
+    )
+    assert big.status_code == 400 and big.json()["code"] == "bad_request"
+    assert "DATA_UPLOAD_MAX_MEMORY_SIZE" in big.json()["reasons"][0]
+
+
+@override_settings(ROOT_URLCONF=__name__)
+def test_a_fault_of_the_server_is_a_json_500_that_hides_the_fault(db):
+    response = Client(raise_request_exception=False).get("/api/v1/fault")
+    assert response.status_code == 500
+    assert response.json() == {"code": "server_error", "reasons": ["a fault of the server: it is logged"]}

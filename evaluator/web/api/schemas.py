@@ -7,6 +7,10 @@ from typing import Literal
 
 from ninja import Field, Schema
 
+from evaluator.protocol.seeds import MAX_SEEDS
+
+MAX_TASKS = 1000  # more names than any catalog holds
+
 
 class RateOut(Schema):
     numerator: int
@@ -56,10 +60,12 @@ class LaunchIn(Schema):
 
     benchmark: str
     policy: str = Field(description="a registered policy name or a spec: openpi+ws://HOST:PORT, http://HOST/act, ...")
-    tasks: list[str] | Literal["all"] = Field(description='task names, or "all" for every task in scope')
+    tasks: list[str] | Literal["all"] = Field(
+        description='task names, or "all" for every task in scope', max_length=MAX_TASKS
+    )
     seed: int = Field(0, description="the first reset seed, in [0, 2**32)")
     repeats: int = Field(1, description="consecutive seeds per task, from `seed`")
-    seeds: list[int] | None = Field(None, description="these seeds instead of seed and repeats")
+    seeds: list[int] | None = Field(None, description="these seeds instead of seed and repeats", max_length=MAX_SEEDS)
     name: str = ""
     sensors: str = ""
     interaction_mode: str = ""
@@ -71,7 +77,9 @@ class LaunchIn(Schema):
     runner_step_cap: int | None = None
     task_scope: str = ""
     full: str = Field("", description="SimplerEnv: visual_matching or variant_aggregation, the whole native matrix")
-    families: list[str] = Field(default_factory=list, description="with `full`: only these families")
+    families: list[str] = Field(
+        default_factory=list, description="with `full`: only these families", max_length=MAX_TASKS
+    )
 
 
 class CreateIn(LaunchIn):
