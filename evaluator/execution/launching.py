@@ -26,6 +26,7 @@ from evaluator.policies.specs import (
     default_kind,
     is_policy_spec,
     parse_policy_spec,
+    under_model_root,
 )
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
@@ -99,7 +100,9 @@ def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config:
     # Refuses settings it cannot use, and hosts the deployment does not allow; a local module must load. No server
     # is contacted.
     problems += _problems(lambda: check_policy_host(policy.spec, settings.RSI_POLICY_HOSTS))
-    problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
+    problems += _problems(
+        lambda: _policy_fits(policy, config, [catalog.tasks[n] for n in task_names if n in catalog.tasks])
+    )
     loaded = set(
         Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True).values_list(
             "name", flat=True
@@ -109,6 +112,13 @@ def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config:
     if missing:
         problems.append(LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs"))
     return problems + _problems(lambda: check_ready(benchmark))
+
+
+def _policy_fits(policy: Policy, config: ProtocolConfig, tasks: list) -> None:
+    """The policy can be built, needs nothing the plan's tasks lack (a checkpoint's features), and loads."""
+    built = build_policy(policy.spec, policy.settings, config)
+    built.check_tasks(tasks)
+    built.verify()
 
 
 def _problems(*checks: Callable[[], object]) -> list[ProtocolError]:
@@ -358,17 +368,19 @@ def policy_for(name_or_spec: str) -> Policy:
 
 
 def policy_record(name_or_spec: str) -> Policy:
-    """The policy a name or spec string means: the stored record, or an unsaved one for a new spec."""
+    """The policy a name or spec string means: the stored record, or an unsaved one for a new spec. A local
+    model's relative path is under the model root (RSI_MODEL_ROOT)."""
+    name_or_spec = under_model_root(name_or_spec, settings.RSI_MODEL_ROOT)
     if not is_policy_spec(name_or_spec):
         existing = Policy.objects.filter(name=name_or_spec).first()
         if existing is None:
             raise InvalidPolicySpec(
                 f"unknown policy {name_or_spec[:100]!r}: neither a registered name nor a spec string "
-                "(builtin:, http://, openpi+ws://, torchscript:, openai+http://)"
+                "(builtin:, http://, openpi+ws://, torchscript:, lerobot:, openai+http://)"
             )
         return existing
-    _, _, settings = parse_policy_spec(name_or_spec)
-    candidate = Policy(kind=default_kind(name_or_spec), spec=name_or_spec, settings=settings)
+    _, _, declared = parse_policy_spec(name_or_spec)
+    candidate = Policy(kind=default_kind(name_or_spec), spec=name_or_spec, settings=declared)
     identity = candidate.computed_identity()
     existing = Policy.objects.filter(identity=identity).first()
     if existing is not None:

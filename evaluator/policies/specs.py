@@ -4,10 +4,11 @@
     http://HOST:PORT/PATH                      plain HTTP: a JSON body, or ?body=msgpack (docs/policies.md)
     openpi+ws://HOST:PORT                      an openpi WebSocket policy server
     torchscript:PATH                           a local TorchScript module (torch extra)
+    lerobot:PATH                               a LeRobot checkpoint folder (save_pretrained), in .venv-lerobot
     openai+http://HOST:PORT/v1?model=NAME      a model method over an OpenAI-compatible endpoint
 
 Query parameters declare settings: timeout_s, body, device, profile, image_key, prompt_key, model, max_tokens,
-temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output.
+temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output, resize (lerobot: 0 or 1).
 The same spec and settings give the same policy identity.
 """
 
@@ -24,6 +25,7 @@ from evaluator.policies.base import Policy
 from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.chat import STAGES, ChatPolicy
 from evaluator.policies.http_json import HttpJsonPolicy
+from evaluator.policies.lerobot_checkpoint import CheckpointRefused, LeRobotPolicy, checkpoint_sha256
 from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.policies.torchscript import TorchScriptPolicy
 from evaluator.protocol.errors import ProtocolError
@@ -71,12 +73,14 @@ SETTING_TYPES = {
     "composition": _composition,
     "usd_per_1k_input": _number(0, 1000),
     "usd_per_1k_output": _number(0, 1000),
+    "resize": lambda raw: _text(r"0|1", "0 or 1")(raw) == "1",
 }
 TRANSPORT_KINDS = {
     "builtin": None,  # from BUILTIN_POLICIES
     "http": "fixed_program",
     "openpi": "fixed_program",
     "torchscript": "fixed_program",
+    "lerobot": "fixed_program",
     "openai": "general_purpose_model_method",
 }
 
@@ -88,6 +92,7 @@ class InvalidPolicySpec(ProtocolError):
 SPEC_PREFIXES = (
     "builtin:",
     "torchscript:",
+    "lerobot:",
     "openpi+ws://",
     "openpi+wss://",
     "openai+http://",
@@ -111,6 +116,8 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
         return "builtin", name, {}
     if spec.startswith("torchscript:"):
         transport, rest = "torchscript", spec.removeprefix("torchscript:")
+    elif spec.startswith("lerobot:"):
+        transport, rest = "lerobot", spec.removeprefix("lerobot:")
     elif spec.startswith("openpi+ws://") or spec.startswith("openpi+wss://"):
         transport, rest = "openpi", spec.removeprefix("openpi+")
     elif spec.startswith("openai+http://") or spec.startswith("openai+https://"):
@@ -137,26 +144,44 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
             raise InvalidPolicySpec(f"no TorchScript file at {target}")
         # The module's bytes are part of the identity: new weights make a new policy.
         settings["module_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    if transport == "lerobot":
+        # Every file of the folder (config, weights, processors) is part of the identity.
+        try:
+            settings["folder_sha256"] = checkpoint_sha256(Path(target))
+        except CheckpointRefused as exc:
+            raise InvalidPolicySpec(str(exc)) from None
     return transport, target, settings
 
 
+LOCAL_MODELS = {"torchscript:": "TorchScript modules", "lerobot:": "LeRobot checkpoints"}
+
+
 def check_model_path(spec: str, model_root: Path) -> None:
-    """A TorchScript module launched from the web must lie under the model root (RSI_MODEL_ROOT):
-    otherwise a form could make the server hash and load any file it can read."""
-    if not spec.startswith("torchscript:"):
+    """A TorchScript module or LeRobot checkpoint launched from the web must lie under the model root
+    (RSI_MODEL_ROOT): otherwise a form could make the server hash and load any file it can read."""
+    prefix = next((p for p in LOCAL_MODELS if spec.startswith(p)), None)
+    if prefix is None:
         return
-    target = Path(spec.removeprefix("torchscript:").partition("?")[0])
+    target = Path(spec.removeprefix(prefix).partition("?")[0])
     if not target.resolve().is_relative_to(model_root.resolve()):
         raise InvalidPolicySpec(
-            f"TorchScript modules launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
+            f"{LOCAL_MODELS[prefix]} launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
         )
+
+
+def under_model_root(spec: str, model_root: Path) -> str:
+    """A local model's path relative to the model root, made absolute under it (absolute paths stay as given)."""
+    prefix = next((p for p in LOCAL_MODELS if spec.startswith(p)), None)
+    if prefix is None or Path(spec.removeprefix(prefix).partition("?")[0]).is_absolute():
+        return spec
+    return prefix + str(Path(model_root).resolve() / spec.removeprefix(prefix))
 
 
 def check_policy_host(spec: str, allowed: Sequence[str]) -> None:
     """A network policy's host must be one of `allowed` (RSI_POLICY_HOSTS: names, or name:port), when any are:
     otherwise an operator could make the evaluator call, and record the replies of, any host it can reach."""
     transport, target, _ = parse_policy_spec(spec)
-    if not allowed or transport in ("builtin", "torchscript"):
+    if not allowed or transport in ("builtin", "torchscript", "lerobot"):
         return
     parsed = urllib.parse.urlsplit(target)
     host = (parsed.hostname or "").lower()
@@ -181,6 +206,15 @@ def build_policy(spec: str, settings: dict, config: ProtocolConfig) -> Policy:
         if transport == "openpi":
             keys = {k: settings[k] for k in ("profile", "image_key", "prompt_key") if k in settings}
             return OpenPiPolicy(target, timeout_s=timeout, **keys)
+        if transport == "lerobot":
+            return LeRobotPolicy(
+                target,
+                config,
+                device=settings.get("device", "cpu"),
+                timeout_s=timeout,
+                folder_sha256=settings.get("folder_sha256"),
+                resize=settings.get("resize", False),
+            )
         if transport == "torchscript":
             return TorchScriptPolicy(
                 target,

@@ -62,6 +62,9 @@ class BenchmarkProtocol:
     # Native array -> {task name, robot name or "*": (shape, dtype)}: what a policy check's synthetic observation
     # holds (evaluator/running/policy_check.py), as the worker sends it.
     array_shapes: Mapping[str, Mapping[str, tuple[tuple[int, ...], str]]] = field(default_factory=dict)
+    # Sensor track -> the native array that is the robot's state, where a policy asks for one (a LeRobot
+    # checkpoint's observation.state): the tracks without one show a policy the frame alone.
+    state_arrays: Mapping[str, str] = field(default_factory=dict)
 
     def array_shape(self, array: str, task: str, robot: str) -> tuple[tuple[int, ...], str]:
         """The (shape, dtype) of a native array on a task: its task's entry, else its robot's, else "*"."""
@@ -84,6 +87,7 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
             catalog_schema="simpler_env",
             # upstream_simplerenv_facts.md: obs["agent"]["qpos"] has 11 joints on Google static, 8 on WidowX.
             array_shapes={"qpos": {"google_robot_static": ((11,), "float32"), "*": ((8,), "float32")}},
+            state_arrays={"rgb-qpos": "qpos"},
         ),
         BenchmarkProtocol(
             family=Family(
@@ -108,6 +112,7 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
             sensor_arrays={"rgb-qpos31": ("qpos31",)},
             catalog_schema="simple_humanoid",
             array_shapes={"qpos31": {"*": ((31,), "float64")}},  # environment/workers/simple_commands.py qpos31
+            state_arrays={"rgb-qpos31": "qpos31"},
         ),
         # The CPU development benchmark: never pooled with SimplerEnv. Its oracle reads
         # privileged simulator state and therefore runs only under its own sensor track.
@@ -132,6 +137,7 @@ PROTOCOLS: dict[str, BenchmarkProtocol] = {
                 "achieved_goal": {"*": ((3,), "float64")},
                 "desired_goal": {"*": ((3,), "float64")},
             },
+            state_arrays={"privileged-state": "observation"},
         ),
         # ManiSkill2 0.5.3 on SAPIEN: how CI exercises the SAPIEN path without SimplerEnv's assets.
         BenchmarkProtocol(

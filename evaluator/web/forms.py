@@ -15,7 +15,7 @@ from evaluator.execution.launching import (
     plan_problems,
     policy_record,
 )
-from evaluator.policies.specs import check_model_path, parse_policy_spec
+from evaluator.policies.specs import check_model_path, parse_policy_spec, under_model_root
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
@@ -144,6 +144,7 @@ class LaunchForm(forms.Form):
     def clean_policy(self) -> str:
         value = self.cleaned_data["policy"].strip()
         if not Policy.objects.filter(name=value).exists():
+            value = under_model_root(value, Path(settings.RSI_MODEL_ROOT))
             try:
                 check_model_path(value, Path(settings.RSI_MODEL_ROOT))
                 parse_policy_spec(value)

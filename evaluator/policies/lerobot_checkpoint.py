@@ -1,0 +1,189 @@
+"""LeRobot checkpoints as policies: `lerobot:PATH`, a folder written by `save_pretrained` (LeRobot 0.4: config,
+weights, and the pre- and post-processor pipelines). The checkpoint runs in its own host process in LeRobot's
+interpreter (lerobot_host.py), started once per attempt; its load time is recorded apart from call latency.
+
+The observation profile maps RSI's observation onto the checkpoint's declared input features: the frame to its one
+`observation.images.<camera>` (CHW, float in [0, 1]; resized only with `?resize=1`, and recorded), the sensor
+track's state array to `observation.state`, the instruction to `task`. One call answers the checkpoint's action
+chunk cut to its n_action_steps: one decision, to which the protocol's prefix and budgets apply. What cannot be
+mapped is refused at launch, each feature named with why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from environment.workers.checksums import folder_sha256
+from evaluator.native.client import WorkerSpec
+from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
+from evaluator.policies.calls import MAX_REPLY_BYTES
+from evaluator.policies.hosted import HostedPolicy
+from evaluator.protocol.catalogs import TaskSpec
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
+from evaluator.protocol.identity import ProtocolConfig
+from evaluator.protocol.registry import action_contract, benchmark_protocol
+
+HOST = Path(__file__).resolve().with_name("lerobot_host.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lerobot_python() -> str:
+    """LeRobot's own interpreter (lerobot pins its torch): RSI_LEROBOT_PYTHON, else the repository's .venv-lerobot."""
+    return os.environ.get("RSI_LEROBOT_PYTHON") or str(ROOT / ".venv-lerobot" / "bin" / "python")
+
+
+class CheckpointRefused(ProtocolError):
+    """A folder that is not a LeRobot checkpoint RSI can run."""
+
+
+def checkpoint_config(folder: Path) -> dict:
+    """The checkpoint's config.json, or CheckpointRefused saying what is missing."""
+    path = Path(folder) / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CheckpointRefused(f"{folder} is not a LeRobot checkpoint: it has no config.json") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointRefused(f"{path} is not JSON ({exc})"[:300]) from None
+    if not isinstance(config, dict) or not isinstance(config.get("type"), str):
+        raise CheckpointRefused(f"{path} names no policy type")
+    return config
+
+
+def _features(config: dict, key: str) -> dict[str, tuple[str, tuple[int, ...]]]:
+    features = config.get(key) or {}
+    return {name: (f.get("type", ""), tuple(f.get("shape", ()))) for name, f in features.items()}
+
+
+def feature_problems(checkpoint: dict, config: ProtocolConfig, task: TaskSpec, resize: bool) -> list[str]:
+    """Why the checkpoint's features cannot be mapped on `task` under `config`: one line per feature."""
+    protocol = benchmark_protocol(config.benchmark)
+    problems = []
+    inputs = _features(checkpoint, "input_features")
+    images = [name for name, (kind, _) in inputs.items() if kind == "VISUAL"]
+    if not images:
+        problems.append(f"the checkpoint reads no image; {config.benchmark} shows a policy its camera's frame")
+    for extra in images[1:]:
+        problems.append(f"{extra}: a second camera; {config.benchmark} has one ({task.camera}), mapped to {images[0]}")
+    if images:
+        _, shape = inputs[images[0]]
+        height, width, _ = task.rgb_shape
+        if shape != (3, height, width) and not resize:
+            problems.append(
+                f"{images[0]}: {list(shape)}, but {task.name}'s frame is [3, {height}, {width}]: "
+                "add ?resize=1 to resize the frame to it (the resize is recorded)"
+            )
+    state_array = protocol.state_arrays.get(config.sensors)
+    for name, (kind, shape) in inputs.items():
+        if kind == "VISUAL":
+            continue
+        if kind != "STATE":
+            problems.append(f"{name}: a {kind} feature; RSI shows a policy the frame, a state and the instruction")
+        elif state_array is None:
+            tracks = [track for track in protocol.family.sensors if track in protocol.state_arrays]
+            hint = f": select sensors {' or '.join(tracks)}" if tracks else f"; {config.benchmark} has none"
+            problems.append(f"{name}: the {config.sensors} track shows no state{hint}")
+        else:
+            (size,), _ = protocol.array_shape(state_array, task.name, task.robot)
+            if shape != (size,):
+                problems.append(f"{name}: {list(shape)}, but {state_array} on {task.name} has {size} numbers")
+    outputs = _features(checkpoint, "output_features")
+    dimension = action_contract(config.benchmark, config.interface_version).dimension
+    action = outputs.get("action")
+    if action is None or action[1] != (dimension,):
+        got = "no action feature" if action is None else f"{list(action[1])}"
+        problems.append(f"action: {got}, but {config.benchmark}'s action contract has {dimension} components")
+    return problems
+
+
+class LeRobotPolicy(HostedPolicy):
+    def __init__(
+        self,
+        path: str,
+        config: ProtocolConfig,
+        device: str = "cpu",
+        timeout_s: float = 30.0,
+        folder_sha256: str | None = None,
+        resize: bool = False,
+        python: str | None = None,
+    ):
+        super().__init__(
+            WorkerSpec(
+                benchmark="lerobot",
+                python=python or lerobot_python(),
+                script=HOST,
+                # Importing torch and lerobot and loading the weights is not a call: it has its own, longer limit.
+                timeouts={"load": max(timeout_s, 300.0), "act": timeout_s, "close": 10.0},
+                max_reply_array_bytes=MAX_REPLY_BYTES,
+            )
+        )
+        self.path, self.config, self.device, self.resize = Path(path), config, device, resize
+        self.folder_sha256 = folder_sha256  # the files the policy identity was made from
+        self.what = f"the LeRobot checkpoint {path}"
+        self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors)
+
+    def check_tasks(self, tasks: list[TaskSpec]) -> None:
+        """At launch, with the plan's tasks: every feature maps on every task, or LaunchRefused naming each."""
+        checkpoint = checkpoint_config(self.path)
+        problems = list(
+            dict.fromkeys(p for task in tasks for p in feature_problems(checkpoint, self.config, task, self.resize))
+        )
+        if problems:
+            raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in problems])
+
+    def load_request(self) -> dict:
+        checkpoint = checkpoint_config(self.path)
+        inputs = _features(checkpoint, "input_features")
+        image = next((name for name, (kind, _) in inputs.items() if kind == "VISUAL"), None)
+        state = next((name for name, (kind, _) in inputs.items() if kind == "STATE"), None)
+        resize = list(inputs[image][1][1:]) if self.resize and image else None
+        return {"path": str(self.path), "device": self.device, "image_key": image, "state_key": state, "resize": resize}
+
+    def check_loaded(self) -> None:
+        if self.folder_sha256 is not None and self.loaded.get("folder_sha256") != self.folder_sha256:
+            raise PolicySetupFailure(
+                f"the LeRobot checkpoint {self.path} changed since launch: sha256 {self.loaded.get('folder_sha256')}, "
+                f"launched as {self.folder_sha256}"
+            )
+
+    def start_episode(self, start) -> None:
+        try:
+            self.mapping = self.load_request()
+        except CheckpointRefused as exc:
+            raise PolicySetupFailure(str(exc)) from None
+        super().start_episode(start)
+
+    def act(self, message: MailboxMessage) -> PolicyReply:
+        arrays = {"image": message.rgb}
+        sent = {
+            self.mapping["image_key"]: {"from": "frame", "shape": list(message.rgb.shape), "pixels": "png"},
+            "task": message.instruction,
+        }
+        if self.mapping["state_key"]:
+            arrays["state"] = message.sensors[self.state_array]
+            sent[self.mapping["state_key"]] = {"from": self.state_array, "values": arrays["state"].tolist()}
+        if self.mapping["resize"]:
+            sent[self.mapping["image_key"]]["resized_to"] = self.mapping["resize"]
+        self.record_sent(json.dumps(sent).encode(), "application/json")
+        _, replied = self.request("act", {"task": message.instruction}, arrays)
+        return PolicyReply({"actions": replied["actions"]}, Usage(provider_requests=0))
+
+    def describe(self) -> dict:
+        return {
+            "folder_sha256": self.loaded.get("folder_sha256"),
+            "lerobot": self.loaded.get("lerobot"),
+            "policy_type": self.loaded.get("type"),
+            "n_action_steps": self.loaded.get("n_action_steps"),
+            "load_s": self.loaded.get("load_s"),
+            "device": self.device,
+            "observation_profile": getattr(self, "mapping", None),
+        }
+
+
+def checkpoint_sha256(folder: Path) -> str:
+    """The identity's checksum of a checkpoint folder: any file added, removed or edited makes a new policy."""
+    if not (Path(folder) / "config.json").is_file():
+        raise CheckpointRefused(f"{folder} is not a LeRobot checkpoint: it has no config.json")
+    return folder_sha256(Path(folder))
