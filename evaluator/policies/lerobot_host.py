@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-# This folder holds RSI's own modules, one of them named for LeRobot's: the host imports the `lerobot` package.
-sys.path[0] = str(Path(__file__).resolve().parents[2] / "environment" / "workers")
+# This script's folder is on sys.path too: none of its modules may be named like a package the host imports
+# (hence lerobot_checkpoint.py, not lerobot.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
 from checksums import folder_sha256
 from wire import NativeError, serve
 
