@@ -2,7 +2,8 @@
 client POSTing / sending the very same body bytes, already encoded, to the same local server.
 
     .venv/bin/python bench/policy_overhead.py [--calls 300] [--episode-calls 60]
-                                              [--transports http-json,http-msgpack,openpi,chat]
+                                              [--transports http-json,http-msgpack,openpi,chat,lerobot]
+                                              [--lerobot-calls 40]
 
 Two settings, each measured side by side in one run, interleaved, on loopback, with real 480x640 renders;
 the difference of the medians is what the evaluator adds to each call (issue 17: 1 ms at most).
@@ -13,6 +14,12 @@ the difference of the medians is what the evaluator adds to each call (issue 17:
                     the same body sent by the plain client. There the frame's PNG, which the evidence
                     keeps for every transport, is encoded from the moment the frame arrives, while the
                     episode records the decision before the call (evaluator/native/png.py, png_ahead).
+  lerobot           a LeRobot checkpoint (an ACT policy made by lerobot itself, tests/servers/lerobot_checkpoint.py)
+                    called through `lerobot:PATH`, beside the same observation run directly in its own process,
+                    in LeRobot's venv: each call's latency against the checkpoint's own time in the host (the
+                    preprocessor, predict_action_chunk, the postprocessor: what a direct select_action computes
+                    when its queue is empty), measured in the same call. The difference is the process hop:
+                    the frame and state over the pipe, the chunk back (issue 33: 1 ms at most).
 """
 
 import argparse
@@ -45,6 +52,7 @@ from evaluator.native.client import NativeWorker  # noqa: E402
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy  # noqa: E402
 from evaluator.policies.chat import ChatPolicy  # noqa: E402
 from evaluator.policies.http_json import HttpJsonPolicy  # noqa: E402
+from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python  # noqa: E402
 from evaluator.policies.openpi import OpenPiPolicy, unpack  # noqa: E402
 from evaluator.protocol.actions import FETCH_ACTION  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
@@ -224,6 +232,37 @@ def in_episode(name: str, transport: Transport, calls: int) -> dict:
     return {"body": statistics.median(sizes), **{way: statistics.median(times) for way, times in kept.items()}}
 
 
+def lerobot_hop(message: MailboxMessage, calls: int) -> dict:
+    """The added time per call of `lerobot:PATH`: each call's latency in RSI less the checkpoint's own time in
+    its process, for the same call (both medians over `calls`, after 5 warm-up calls)."""
+    import subprocess
+
+    folder = Path(WORK) / "models" / "act"
+    spec = json.dumps({"image": [3, 480, 640], "state": 25, "action": 4})
+    maker = Path(__file__).resolve().parents[1] / "tests" / "servers" / "lerobot_checkpoint.py"
+    subprocess.run([lerobot_python(), str(maker), "act", str(folder), spec], check=True, capture_output=True)
+    policy = LeRobotPolicy(str(folder), configure("fetch", sensors="privileged-state"))
+    state = np.zeros(25)
+    start = EpisodeStart(message.token, message.instruction, FETCH_ACTION.describe(), {}, ("observation",))
+    policy.start_episode(start)
+    timings = {"direct": [], "rsi": []}
+    try:
+        for number in range(5 + calls):
+            fresh = dataclasses.replace(message, sensors={"observation": state})
+            started = time.perf_counter()
+            policy.act(fresh)
+            elapsed = (time.perf_counter() - started) * 1000
+            policy.take_sent()
+            if number >= 5:
+                timings["rsi"].append(elapsed)
+                timings["direct"].append(policy.compute_ms)
+    finally:
+        policy.end_episode()
+    hop = statistics.median(r - d for r, d in zip(timings["rsi"], timings["direct"], strict=True))
+    body = message.rgb.nbytes + state.nbytes
+    return {"body": body, "hop": hop, **{way: statistics.median(times) for way, times in timings.items()}}
+
+
 def table(title: str, results: dict[str, dict]) -> None:
     print(title)
     print(f"  {'transport':<14}{'body':>10}{'direct':>11}{'RSI':>11}{'overhead':>11}{'ratio':>8}")
@@ -239,7 +278,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per transport with a message alone")
     parser.add_argument("--episode-calls", type=int, default=60, help="policy calls of each evaluated episode")
-    parser.add_argument("--transports", default="http-json,http-msgpack,openpi,chat")
+    parser.add_argument("--transports", default="http-json,http-msgpack,openpi,chat,lerobot")
+    parser.add_argument("--lerobot-calls", type=int, default=40, help="calls of the LeRobot checkpoint")
     args = parser.parse_args()
     # RSI drops an openpi connection without a close handshake at an episode's end (docs/policies.md): the
     # test server would log each as an error.
@@ -262,7 +302,8 @@ def main() -> None:
     makers = transports()
     names = args.transports.split(",")
     by_message, by_episode = {}, {}
-    for name in names:
+    hop = lerobot_hop(message, args.lerobot_calls) if "lerobot" in names else None
+    for name in (n for n in names if n != "lerobot"):
         transport = makers[name]()
         try:
             by_message[name] = alone(transport, message, args.calls)
@@ -270,8 +311,15 @@ def main() -> None:
         finally:
             transport.close()
     print("480x640 Fetch renders, loopback, medians; overhead = RSI - direct")
-    table(f"a message alone, its PNG encoded in the call ({args.calls} calls per way):", by_message)
-    table(f"in an evaluated episode ({args.episode_calls} calls, the first 5 left out):", by_episode)
+    if by_message:
+        table(f"a message alone, its PNG encoded in the call ({args.calls} calls per way):", by_message)
+        table(f"in an evaluated episode ({args.episode_calls} calls, the first 5 left out):", by_episode)
+    if hop is not None:
+        print(
+            f"lerobot:PATH, an ACT checkpoint on CPU ({args.lerobot_calls} calls; frame and state "
+            f"{hop['body'] / 1024:.0f} KiB): a call {hop['rsi']:.2f} ms, the checkpoint's own time {hop['direct']:.2f} ms, the process hop "
+            f"{hop['hop']:.2f} ms a call (median of the per-call differences)"
+        )
     shutil.rmtree(WORK)
 
 

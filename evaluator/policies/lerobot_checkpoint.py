@@ -167,7 +167,8 @@ class LeRobotPolicy(HostedPolicy):
         if self.mapping["resize"]:
             sent[self.mapping["image_key"]]["resized_to"] = self.mapping["resize"]
         self.record_sent(json.dumps(sent).encode(), "application/json")
-        _, replied = self.request("act", {"task": message.instruction}, arrays)
+        header, replied = self.request("act", {"task": message.instruction}, arrays)
+        self.compute_ms = header.get("compute_ms")  # the checkpoint's own time in its process (bench/)
         return PolicyReply({"actions": replied["actions"]}, Usage(provider_requests=0))
 
     def describe(self) -> dict:

@@ -7,7 +7,8 @@ way LeRobot 0.4 does (lerobot/policies/factory.py, read, not copied): the policy
 `load` {path, device, image_key, state_key, resize}: answers the folder's sha256 (over the files as they were read,
 checked again after loading), LeRobot's version, the policy type, n_action_steps and the load time.
 `act` {task} with arrays image (H, W, 3) uint8 and, when mapped, state (D,): one observation, as a batch of one,
-through the preprocessor, `predict_action_chunk` cut to n_action_steps, the postprocessor; answers the chunk (N, D).
+through the preprocessor, `predict_action_chunk` cut to n_action_steps, the postprocessor; answers the chunk (N, D)
+and the time that took in this process (compute_ms: the call's latency less it is what the process hop adds).
 """
 
 import sys
@@ -86,6 +87,7 @@ def observation(arrays, task: str) -> dict:
 
 
 def act(request, arrays):
+    started = time.perf_counter()
     torch, config, policy = state["torch"], state["config"], state["policy"]
     with torch.inference_mode():
         batch = state["pre"](observation(arrays, request["task"]))
@@ -99,7 +101,8 @@ def act(request, arrays):
             policy._queues = populate_queues(policy._queues, batch)
         chunk = policy.predict_action_chunk(batch)[:, : config.n_action_steps]
         actions = state["post"](chunk)
-    return {}, {"actions": actions[0].detach().to("cpu", torch.float64).numpy()}
+    chunk = actions[0].detach().to("cpu", torch.float64).numpy()
+    return {"compute_ms": (time.perf_counter() - started) * 1000}, {"actions": chunk}
 
 
 def close(request, arrays):
