@@ -317,8 +317,8 @@ def main() -> None:
     if hop is not None:
         print(
             f"lerobot:PATH, an ACT checkpoint on CPU ({args.lerobot_calls} calls; frame and state "
-            f"{hop['body'] / 1024:.0f} KiB): a call {hop['rsi']:.2f} ms, the checkpoint's own time {hop['direct']:.2f} ms, the process hop "
-            f"{hop['hop']:.2f} ms a call (median of the per-call differences)"
+            f"{hop['body'] / 1024:.0f} KiB): a call {hop['rsi']:.2f} ms, the checkpoint's own time "
+            f"{hop['direct']:.2f} ms, the process hop {hop['hop']:.2f} ms a call (median of the per-call differences)"
         )
     shutil.rmtree(WORK)
 

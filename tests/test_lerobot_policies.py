@@ -146,7 +146,9 @@ def test_editing_one_weight_file_changes_the_identity(model_root, catalogs):
     weights[-1] ^= 1
     (copy / "model.safetensors").write_bytes(bytes(weights))
     assert policy_record("lerobot:act-edited").computed_identity() != before
-    assert policy_record("lerobot:act-edited").computed_identity() == policy_record(f"lerobot:{copy}").computed_identity()
+    assert (
+        policy_record("lerobot:act-edited").computed_identity() == policy_record(f"lerobot:{copy}").computed_identity()
+    )
 
 
 def test_a_nan_checkpoint_ends_its_attempt_as_a_contract_violation(model_root, run_spec):
