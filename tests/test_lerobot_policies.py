@@ -8,6 +8,7 @@ the identity. A checkpoint that hangs or returns NaN ends its attempt with the t
 `evaluator`."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,3 +160,22 @@ def test_a_nan_checkpoint_ends_its_attempt_as_a_contract_violation(model_root, r
 def test_a_checkpoint_past_its_deadline_is_a_policy_timeout(model_root, run_spec):
     attempt = run_spec("lerobot:act?timeout_s=0.01", task="push", sensors="privileged-state")
     assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("policy_error", "policy_timeout", 1)
+
+
+def test_the_readme_example_works_as_written(tmp_path):
+    # Issue 33, item 6: "README: an example that evaluates a saved checkpoint on Fetch, working as written."
+    from tests.servers.site import set_up_site, site_env
+
+    section = (ROOT / "README.md").read_text().split("## A LeRobot checkpoint as a policy")[1].split("\n## ")[0]
+    lines = re.search(r"```sh\n(.*?)```", section, re.S).group(1).strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["make", ".venv-lerobot/bin/python", ".venv/bin/python"]
+    env = site_env(tmp_path, RSI_MODEL_ROOT=str(tmp_path / "models"))
+    set_up_site(env)
+    for line in lines:
+        ran = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert ran.returncode == 0, (line, ran.stderr[-2000:])
+    assert (tmp_path / "models" / "act-demo" / "policy_preprocessor.json").is_file()
+    record = dict(line.split(None, 1) for line in ran.stdout.splitlines() if len(line.split(None, 1)) == 2)
+    assert record["policy"] == f"lerobot:{tmp_path / 'models' / 'act-demo'}"
+    assert (record["status"], record["error_type"], record["environment_steps"]) == ("finished", "None", "50")
+    assert record["outcome"] in ("success", "task_failure")
