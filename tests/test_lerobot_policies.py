@@ -172,7 +172,7 @@ def test_the_readme_example_works_as_written(tmp_path):
     env = site_env(tmp_path, RSI_MODEL_ROOT=str(tmp_path / "models"))
     set_up_site(env)
     for line in lines:
-        ran = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        ran = subprocess.run(line, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         assert ran.returncode == 0, (line, ran.stderr[-2000:])
     assert (tmp_path / "models" / "act-demo" / "policy_preprocessor.json").is_file()
     record = dict(line.split(None, 1) for line in ran.stdout.splitlines() if len(line.split(None, 1)) == 2)

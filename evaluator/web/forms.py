@@ -59,7 +59,7 @@ class LaunchForm(forms.Form):
     policy = forms.CharField(
         max_length=500,
         help_text="A registered name, or a spec: http://HOST:PORT/act, openpi+ws://HOST:PORT, torchscript:PATH, "
-        "openai+http://HOST:PORT/v1?model=NAME",
+        "lerobot:PATH, openai+http://HOST:PORT/v1?model=NAME",
     )
     sensors = forms.ChoiceField(required=False, help_text="the chosen benchmark's sensor tracks; empty = its default")
     interaction_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in INTERACTION_MODES], required=False)
