@@ -137,14 +137,24 @@ def read_frame(
     return header, arrays
 
 
-def _stream_reader(stream) -> Callable[[int], bytes]:
+def _stream_reader(stream) -> tuple[Callable[[int], bytes], Callable[[memoryview], None]]:
+    """read_exact and read_into over the evaluator's pipe: arrays (a frame sent to a policy host) are read
+    straight into their own memory, with no intermediate bytes object."""
+
     def read_exact(n: int) -> bytes:
         data = stream.read(n)
         if len(data) != n:
             raise EOFError("the evaluator closed the pipe")
         return data
 
-    return read_exact
+    def read_into(view: memoryview) -> None:
+        while view.nbytes:
+            count = stream.readinto(view)
+            if not count:
+                raise EOFError("the evaluator closed the pipe")
+            view = view[count:]
+
+    return read_exact, read_into
 
 
 def _replies(handler: Callable, request: dict, arrays: dict, default_error: str) -> Iterator[list]:
@@ -171,10 +181,10 @@ def serve(handlers: dict[str, Callable], default_errors: dict[str, str]) -> None
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    read_exact = _stream_reader(sys.stdin.buffer)
+    read_exact, read_into = _stream_reader(sys.stdin.buffer)
     while True:
         try:
-            request, arrays = read_frame(read_exact)
+            request, arrays = read_frame(read_exact, read_into)
         except EOFError:
             return
         except ProtocolViolation as exc:  # the stream cannot be read on past a frame it could not read

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from environment.workers.wire import MAX_ARRAY_BYTES, FrameTooLarge, ProtocolViolation, encode_frame, read_frame
+from environment.workers.wire import MAX_ARRAY_BYTES, FrameTooLarge, ProtocolViolation, frame_parts, read_frame
 from evaluator.protocol.scoring import ErrorType
 
 STDERR_LINES = 200
@@ -151,7 +151,9 @@ class NativeWorker:
         if self._dead:
             raise WorkerFailure(ErrorType.WORKER_LOST, "the worker is gone", self.stderr_tail(), cause="died")
         try:
-            self.process.stdin.write(encode_frame({"op": op, **(header or {})}, arrays))
+            # Part by part: an array (a frame sent to a policy host) goes to the pipe from its own memory.
+            for part in frame_parts({"op": op, **(header or {})}, arrays):
+                self.process.stdin.write(part)
             self.process.stdin.flush()
         except BrokenPipeError:
             raise self._died(op) from None

@@ -77,7 +77,7 @@ def load(request, arrays):
 
 def observation(arrays, task: str) -> dict:
     torch = state["torch"]
-    image = torch.from_numpy(arrays["image"].copy()).permute(2, 0, 1).unsqueeze(0).float().div(255)
+    image = torch.from_numpy(arrays["image"]).permute(2, 0, 1).unsqueeze(0).float().div(255)  # owned, writable
     if state["resize"]:
         image = torch.nn.functional.interpolate(image, size=tuple(state["resize"]), mode="bilinear", antialias=True)
     batch = {state["image_key"]: image, "task": [task]}
