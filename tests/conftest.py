@@ -1,6 +1,9 @@
 import dataclasses
 import os
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +16,8 @@ from evaluator.records.models import Attempt, Campaign, Policy, ProtocolIdentity
 from tests.doubles.simple_checkout import build_checkout
 from tests.servers.cluster import cluster  # noqa: F401 (the scale-out tests' Celery deployment)
 from tests.simple_humanoid import TASKS, Forward
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The test process is no server start-up: recovery at start-up is tested in a daphne of its own.
 os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
@@ -169,6 +174,41 @@ def no_csp_violations():
     CSP_VIOLATIONS.clear()
     yield
     assert CSP_VIOLATIONS == []
+
+
+@pytest.fixture
+def stock_server(tmp_path):
+    """openpi's own serving protocol and codec in .venv-openpi (tests/servers/openpi_stock.py): start(profile,
+    action_dim) gives its ws:// address and the log of what it received."""
+    python = ROOT / ".venv-openpi" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("make openpi-env builds .venv-openpi (make test does)")
+    started = []
+
+    def start(profile: str, action_dim: int):
+        port_file, log = tmp_path / f"{profile}.port", tmp_path / f"{profile}.jsonl"
+        process = subprocess.Popen(
+            [
+                str(python),
+                str(ROOT / "tests/servers/openpi_stock.py"),
+                profile,
+                str(action_dim),
+                str(port_file),
+                str(log),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        started.append(process)
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text()):
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()
+            time.sleep(0.1)
+        return f"ws://127.0.0.1:{port_file.read_text()}", log
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture

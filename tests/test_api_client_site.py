@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.processes import free_port
 from tests.servers.site import Session, daphne_site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,9 +136,7 @@ def test_a_refused_launch_exits_1_with_every_reason_and_creates_nothing(site, rs
 
 def test_a_campaign_that_ends_in_infrastructure_errors_exits_3(site, rsi):
     base, _ = site
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()  # nobody answers there
     ended = rsi(
         "launch",
         "--benchmark",
@@ -162,9 +160,7 @@ def test_check_policy_from_the_command_line(site, rsi):
     valid = rsi("check-policy", "--benchmark", "fetch", "--policy", "noop", token=token, url=base)
     assert valid.returncode == 0 and valid.stdout.startswith("valid: 5 action(s) within the contract")
     assert "frame [480, 640, 3]" in valid.stdout
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()  # nobody answers there
     invalid = rsi(
         "check-policy",
         "--benchmark",

@@ -4,8 +4,6 @@ sent blank and declared in provenance, and the other reply keys kept in evidence
 with openpi-client's own msgpack_numpy, in its own venv (tests/servers/openpi_stock.py)."""
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -13,36 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-openpi" / "bin" / "python"
 pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason="make openpi-env builds .venv-openpi (make test does)")
-
-
-@pytest.fixture
-def stock_server(tmp_path):
-    started = []
-
-    def start(profile: str, action_dim: int):
-        port_file, log = tmp_path / f"{profile}.port", tmp_path / f"{profile}.jsonl"
-        process = subprocess.Popen(
-            [
-                str(PYTHON),
-                str(ROOT / "tests/servers/openpi_stock.py"),
-                profile,
-                str(action_dim),
-                str(port_file),
-                str(log),
-            ],
-            stderr=subprocess.PIPE,
-        )
-        started.append(process)
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and port_file.read_text()):
-            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()
-            time.sleep(0.1)
-        return f"ws://127.0.0.1:{port_file.read_text()}", log
-
-    yield start
-    for process in started:
-        process.kill()
-        process.wait()
 
 
 def _seen(log: Path) -> list[dict]:

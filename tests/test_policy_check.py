@@ -7,8 +7,6 @@ row written."
 """
 
 import json
-import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from evaluator.records.models import Attempt, Campaign, Policy
 from tests.servers.policies import Body, HttpPolicyServer, OpenPiServer, Sleep, always, zero_chunk
+from tests.servers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENPI_PYTHON = ROOT / ".venv-openpi" / "bin" / "python"
@@ -37,12 +36,6 @@ def nothing_stored(operator):
     policies = Policy.objects.count()
     yield
     assert (Attempt.objects.count(), Campaign.objects.count(), Policy.objects.count()) == (0, 0, policies)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.usefixtures("nothing_stored")
@@ -81,7 +74,7 @@ class TestAgainstRSIsHttpServers:
         assert time.monotonic() - started < 4  # the run's one deadline per call, not the server's sleep
 
     def test_an_unreachable_host_is_a_setup_error_with_no_call(self, operator):
-        result = check(operator, f"http://127.0.0.1:{closed_port()}/act")
+        result = check(operator, f"http://127.0.0.1:{free_port()}/act")
         assert (result["valid"], result["error_type"], result["latency_ms"]) == (False, "policy_setup", None)
 
     def test_an_openpi_style_server_is_checked_over_its_websocket(self, operator, servers):
@@ -136,35 +129,9 @@ def test_a_reviewer_may_not_check_a_policy(client, catalogs):
     assert client.post("/policy-check/", {"benchmark": "fetch", "policy": "noop"}).status_code == 403
 
 
-@pytest.fixture
-def stock_openpi(tmp_path):
-    """openpi's own serving protocol and codec, in .venv-openpi (tests/servers/openpi_stock.py)."""
-    if not OPENPI_PYTHON.exists():
-        pytest.skip("make openpi-env builds .venv-openpi (make test does)")
-    started = []
-
-    def start(action_dim: int):
-        port_file, log = tmp_path / f"port{action_dim}", tmp_path / f"seen{action_dim}.jsonl"
-        script = str(ROOT / "tests/servers/openpi_stock.py")
-        process = subprocess.Popen(
-            [str(OPENPI_PYTHON), script, "libero", str(action_dim), str(port_file), str(log)], stderr=subprocess.PIPE
-        )
-        started.append(process)
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and port_file.read_text()):
-            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()
-            time.sleep(0.1)
-        return f"ws://127.0.0.1:{port_file.read_text()}", log
-
-    yield start
-    for process in started:
-        process.kill()
-        process.wait()
-
-
 @pytest.mark.usefixtures("nothing_stored")
-def test_a_real_openpi_server_answers_the_check(operator, stock_openpi):
-    uri, log = stock_openpi(4)
+def test_a_real_openpi_server_answers_the_check(operator, stock_server):
+    uri, log = stock_server("libero", 4)
     result = check(operator, f"openpi+{uri}?profile=libero")
     assert (result["valid"], result["chunk_length"]) == (True, 10)
     seen = json.loads(log.read_text().splitlines()[0])
@@ -173,7 +140,7 @@ def test_a_real_openpi_server_answers_the_check(operator, stock_openpi):
 
 
 @pytest.mark.usefixtures("nothing_stored")
-def test_a_real_openpi_servers_chunk_of_the_wrong_width_is_refused(operator, stock_openpi):
-    uri, _ = stock_openpi(7)  # a policy trained for a 7-dimensional arm, pointed at Fetch's 4
+def test_a_real_openpi_servers_chunk_of_the_wrong_width_is_refused(operator, stock_server):
+    uri, _ = stock_server("libero", 7)  # a policy trained for a 7-dimensional arm, pointed at Fetch's 4
     result = check(operator, f"openpi+{uri}?profile=libero")
     assert (result["valid"], result["error_type"], result["chunk_length"]) == (False, "wrong_length", None)

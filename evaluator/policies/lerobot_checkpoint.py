@@ -123,6 +123,7 @@ class LeRobotPolicy(HostedPolicy):
         self.folder_sha256 = folder_sha256  # the files the policy identity was made from
         self.what = f"the LeRobot checkpoint {path}"
         self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors)
+        self.mapping: dict | None = None
 
     def check_tasks(self, tasks: list[TaskSpec]) -> None:
         """At launch, with the plan's tasks: every feature maps on every task, or LaunchRefused naming each."""
@@ -134,12 +135,20 @@ class LeRobotPolicy(HostedPolicy):
             raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in problems])
 
     def load_request(self) -> dict:
+        """What the host loads, and the observation profile the calls follow (kept for them and the provenance)."""
         checkpoint = checkpoint_config(self.path)
         inputs = _features(checkpoint, "input_features")
         image = next((name for name, (kind, _) in inputs.items() if kind == "VISUAL"), None)
         state = next((name for name, (kind, _) in inputs.items() if kind == "STATE"), None)
         resize = list(inputs[image][1][1:]) if self.resize and image else None
-        return {"path": str(self.path), "device": self.device, "image_key": image, "state_key": state, "resize": resize}
+        self.mapping = {
+            "path": str(self.path),
+            "device": self.device,
+            "image_key": image,
+            "state_key": state,
+            "resize": resize,
+        }
+        return self.mapping
 
     def check_loaded(self) -> None:
         if self.folder_sha256 is not None and self.loaded.get("folder_sha256") != self.folder_sha256:
@@ -150,10 +159,9 @@ class LeRobotPolicy(HostedPolicy):
 
     def start_episode(self, start) -> None:
         try:
-            self.mapping = self.load_request()
-        except CheckpointRefused as exc:
+            super().start_episode(start)
+        except CheckpointRefused as exc:  # the folder changed after launch: a setup error, not the policy's
             raise PolicySetupFailure(str(exc)) from None
-        super().start_episode(start)
 
     def act(self, message: MailboxMessage) -> PolicyReply:
         arrays = {"image": message.rgb}
@@ -179,7 +187,7 @@ class LeRobotPolicy(HostedPolicy):
             "n_action_steps": self.loaded.get("n_action_steps"),
             "load_s": self.loaded.get("load_s"),
             "device": self.device,
-            "observation_profile": getattr(self, "mapping", None),
+            "observation_profile": self.mapping,
         }
 
 

@@ -4,11 +4,12 @@ directory, listen on a spare loopback port, trust authentication, removed afterw
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.servers.processes import free_port
 
 
 def _bindir() -> Path:
@@ -16,12 +17,6 @@ def _bindir() -> Path:
     if not candidates:
         raise RuntimeError("PostgreSQL is not installed (Debian package postgresql); .ci/run installs it")
     return Path(candidates[0])
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -39,7 +34,7 @@ def postgres_server():
             check=True,
             capture_output=True,
         )
-        port = _free_port()
+        port = free_port()
         options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
             [*as_postgres, bindir / "pg_ctl", "-D", data, "-o", options, "-l", root / "log", "-w", "start"],

@@ -1,7 +1,15 @@
-"""Finding the native workers that this test process started (never anybody else's)."""
+"""Processes of the tests: the native workers this test process started (never anybody else's), and a free
+loopback port for a server to take (or, left unbound, a port nobody answers on)."""
 
 import os
+import socket
 from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def child_workers(script: str) -> list[int]:

@@ -10,16 +10,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.servers.processes import free_port
 
 
 class RedisServer:
     def __init__(self):
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rsi-redis-"))
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process = None

@@ -4,7 +4,6 @@ SQLite file and media folder, set up by the same management commands."""
 import http.cookiejar
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,9 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.servers.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DaphneServer:
@@ -28,7 +23,7 @@ class DaphneServer:
 
     def __init__(self, tmp_path: Path, env: dict):
         self.tmp_path, self.env = tmp_path, env
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.process = None
 

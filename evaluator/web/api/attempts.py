@@ -8,7 +8,7 @@ from evaluator.web.access import viewable_attempt
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.schemas import AttemptOut, AttemptSearchOut
 from evaluator.web.views import review
-from evaluator.web.views.attempts import search_attempts
+from evaluator.web.views.attempts import export_row, search_attempts
 
 router = Router(tags=["attempts"])
 
@@ -33,26 +33,7 @@ def search(
     YYYY-MM-DD; autonomous is yes or no), sorted by a column of the run table (- in front: descending)."""
     _, queryset, _ = search_attempts(request)
     found, count, pages = page_of(queryset, page)
-    rows = [
-        {
-            "attempt": a.pk,
-            "campaign": a.campaign_id,
-            "benchmark": a.task.benchmark.name,
-            "task": a.task.name,
-            "protocol_id": a.campaign.protocol.protocol_id,
-            "policy": a.campaign.policy.name,
-            "seed": a.seed,
-            "status": a.status,
-            "outcome": a.outcome or None,
-            "error_type": a.error_type or None,
-            "environment_steps": a.environment_steps,
-            "policy_calls": a.policy_calls,
-            "autonomous": a.autonomous,
-            "created_at": a.created_at,
-            "url": link(request, "evaluator:review", a.pk),
-        }
-        for a in found
-    ]
+    rows = [{**export_row(a), "url": link(request, "evaluator:review", a.pk)} for a in found]
     return {"count": count, "page": page, "pages": pages, "attempts": rows}
 
 

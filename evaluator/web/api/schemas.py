@@ -162,20 +162,34 @@ class AttemptOut(Schema):
 
 
 class AttemptRowOut(Schema):
+    """A row of the run table, as its CSV and JSON exports write it (evaluator/web/views/attempts.py), and its page."""
+
     attempt: int
     campaign: int
     benchmark: str
     task: str
     protocol_id: str
     policy: str
+    policy_identity: str
     seed: int
+    rerun_of: int | None
     status: str
-    outcome: str | None
-    error_type: str | None
+    outcome: str = Field(description="empty until the attempt has finished")
+    error_type: str = Field(description="empty unless it ended in an error")
+    success: bool | None
+    success_ever: bool | None
     environment_steps: int
+    action_decisions: int
     policy_calls: int
+    rejected_calls: int
+    termination_reason: str
+    first_success_step: int | None
+    first_success_decision: int | None
+    success_at_H: bool | None
+    success_at_2H: bool | None
     autonomous: bool
     created_at: datetime
+    finished_at: datetime | None
     url: str
 
 

@@ -123,7 +123,8 @@ EXPORT_COLUMNS = (
 )
 
 
-def _export_row(a: Attempt) -> dict:
+def export_row(a: Attempt) -> dict:
+    """An attempt as the run table's exports and the API's search write it."""
     return {
         "attempt": a.pk,
         "campaign": a.campaign_id,
@@ -155,7 +156,7 @@ def _export_row(a: Attempt) -> dict:
 
 
 def _export(queryset, fmt: str, stem: str) -> HttpResponse:
-    rows = [_export_row(a) for a in queryset.iterator(chunk_size=500)]
+    rows = [export_row(a) for a in queryset.iterator(chunk_size=500)]
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS)
@@ -204,7 +205,7 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
     )
     if fmt == "json":
         report = campaign_report(campaign_cells(campaign)).as_dict()
-        rows = [_export_row(a) for a in queryset]
+        rows = [export_row(a) for a in queryset]
         body = {
             "campaign": campaign.pk,
             "protocol_id": campaign.protocol.protocol_id,
