@@ -106,6 +106,15 @@ def test_what_cannot_be_mapped_is_refused_at_launch_naming_each_feature(model_ro
         run_spec("lerobot:act", task="reach", sensors="privileged-state")
 
 
+def test_a_malformed_config_is_refused_with_a_typed_error(model_root, run_spec):
+    def edit(config):
+        config["input_features"]["observation.state"] = {"type": "STATE", "shape": "twenty-five"}
+
+    variant(model_root, "act-malformed", edit)
+    with pytest.raises(ProtocolError, match="whole-number shapes"):
+        run_spec("lerobot:act-malformed", task="push", sensors="privileged-state")
+
+
 def test_a_checkpoint_of_another_frame_size_needs_resize_which_is_recorded(model_root, run_spec):
     def edit(config):
         config["input_features"]["observation.images.front"]["shape"] = [3, 96, 128]

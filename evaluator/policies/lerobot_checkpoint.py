@@ -53,8 +53,15 @@ def checkpoint_config(folder: Path) -> dict:
 
 
 def _features(config: dict, key: str) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{name: (type, shape)} of config.json's `key`; CheckpointRefused when it is not that shape of JSON."""
     features = config.get(key) or {}
-    return {name: (f.get("type", ""), tuple(f.get("shape", ()))) for name, f in features.items()}
+    try:
+        found = {name: (f.get("type", ""), tuple(f.get("shape", ()))) for name, f in features.items()}
+    except (AttributeError, TypeError):
+        found = None
+    if found is None or not all(isinstance(t, str) and all(type(n) is int for n in s) for t, s in found.values()):
+        raise CheckpointRefused(f"config.json's {key} is not {{name: {{type, shape}}}} with whole-number shapes")
+    return found
 
 
 def feature_problems(checkpoint: dict, config: ProtocolConfig, task: TaskSpec, resize: bool) -> list[str]:
