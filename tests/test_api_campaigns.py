@@ -87,7 +87,7 @@ def test_create_freezes_the_plan_and_start_queues_each_cell_once(
     again = operator.post(f"/api/v1/campaigns/{campaign['id']}/start")
     assert (again.status_code, again.json()["reasons"]) == (422, ["no pending cell to start"])
     status = operator.get(f"/api/v1/campaigns/{campaign['id']}").json()
-    assert status["statuses"] == {"pending": 0, "queued": 4, "running": 0, "finished": 0}
+    assert status["statuses"] == {"pending": 0, "queued": 4, "running": 0, "finished": 0, "not_run": 0}
 
 
 def test_create_with_start_queues_in_the_same_request(operator, submitted, django_capture_on_commit_callbacks):
@@ -135,7 +135,8 @@ def test_status_cells_records_search_and_comparison_carry_their_denominators(ope
 
     compared = operator.get(f"/api/v1/compare?a={first['id']}&b={second['id']}").json()
     # seed 0: success / failure, seed 1: failure / failure, seed 2: not paired (an error, a human)
-    assert (compared["pairs"], compared["only_a"], compared["neither"], compared["non_autonomous"]) == (2, 1, 1, 1)
+    overall, kept_out = compared["overall"], compared["kept_out"]
+    assert (overall["pairs"], overall["only_a"], overall["neither"], kept_out["non_autonomous"]) == (2, 1, 1, 1)
     assert operator.get(f"/api/v1/compare?a={first['id']}").status_code == 400
 
 

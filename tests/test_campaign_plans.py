@@ -13,8 +13,9 @@ from evaluator.execution.launching import do_launch_campaign, do_start_attempts,
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.seeds import InvalidSeeds, check_seeds, consecutive_seeds, parse_seed_list
+from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Attempt, Campaign, Policy, RecordImmutable
-from evaluator.records.queries import campaign_cells, compare_campaigns
+from evaluator.records.queries import campaign_cells
 from tests.records import finish_cell
 from tests.simple_humanoid import BEND_PICK
 
@@ -120,9 +121,9 @@ def test_the_paired_comparison_pairs_cells_by_task_and_seed(noop):
     for label, campaign in (("a", a), ("b", b)):
         for cell in campaign_cells(campaign):
             finish_cell(cell, outcomes[(cell.seed, label)])
-    comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
+    pairs = compare_campaigns(a, b).cells.overall
     # Seed 0 is discordant (a succeeded, b failed); seed 1 fails in both, whatever the cell order.
-    assert (comparison.only_a, comparison.only_b, comparison.neither, comparison.pairs) == (1, 0, 1, 2)
+    assert (pairs.only_a, pairs.only_b, pairs.neither, pairs.pairs) == (1, 0, 1, 2)
 
 
 def test_the_comparison_keeps_non_autonomous_pairs_out_of_the_discordance_count(noop):
@@ -131,8 +132,8 @@ def test_the_comparison_keeps_non_autonomous_pairs_out_of_the_discordance_count(
     for campaign, outcome in ((a, "success"), (b, "task_failure")):
         for cell in campaign_cells(campaign):
             finish_cell(cell, outcome, autonomous=not (campaign == b and cell.seed == 1))
-    comparison = compare_campaigns(campaign_cells(a), campaign_cells(b))
-    assert (comparison.discordant, comparison.pairs, comparison.non_autonomous) == (1, 1, 1)
+    cells = compare_campaigns(a, b).cells
+    assert (cells.overall.discordant, cells.overall.pairs, cells.non_autonomous) == (1, 1, 1)
 
 
 def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(catalogs):

@@ -132,7 +132,7 @@ def test_a_clear_regression_is_regressed():
 def test_many_agreeing_pairs_are_no_difference_within_the_margin():
     result = compare_pairs(PairCounts(both=400, neither=300, only_a=3, only_b=4), margin=0.05)
     assert result.verdict is Verdict.NO_DIFFERENCE
-    assert -0.05 < result.interval[0] and result.interval[1] < 0.05
+    assert result.interval[0] > -0.05 and result.interval[1] < 0.05
     # The same pairs under a narrower margin cannot say so.
     assert compare_pairs(result.counts, margin=0.01).verdict is Verdict.UNDERPOWERED
 

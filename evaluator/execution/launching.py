@@ -8,6 +8,7 @@ where the benchmark's attempts run. Interventions are live/interventions.py's.
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable, Sequence
 
 from django.conf import settings
@@ -33,7 +34,9 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, LaunchRefused, ProtocolError
 from evaluator.protocol.full_matrix import MATRIX_FILE, asset_paths, load_matrix
 from evaluator.protocol.identity import ProtocolConfig
+from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.protocol.seeds import check_cell_count, check_seeds
+from evaluator.protocol.sequential import SequentialRule, run_order
 from evaluator.readiness.verdicts import check_ready
 from evaluator.records.models import (
     Attempt,
@@ -47,6 +50,7 @@ from evaluator.records.models import (
     Task,
 )
 from evaluator.records.roles import check_can
+from evaluator.records.sequential import baseline_problems, start_order
 from evaluator.running.recorder import config_of
 
 # Built-in programs that read privileged state run only under that sensor track.
@@ -61,16 +65,24 @@ def ensure_builtin_policies() -> list[Policy]:
 
 
 def check_launch(
-    benchmark: str, task_names: list[str], seeds: Sequence[int], policy: Policy, config: ProtocolConfig
+    benchmark: str,
+    task_names: list[str],
+    seeds: Sequence[int],
+    policy: Policy,
+    config: ProtocolConfig,
+    against: Campaign | None = None,
 ) -> list[Task]:
     """Every check of a plan, all of them run: one problem raises its own typed error, several a
-    LaunchRefused that holds each."""
+    LaunchRefused that holds each. `against`: the baseline of a sequential campaign, which must have run these
+    very cells under this identity."""
     problems = _problems(
         lambda: check_seeds(seeds),
         lambda: load_catalog(benchmark).check_seeds(seeds),
         lambda: check_cell_count(len(task_names), len(seeds)),
     )
     problems += plan_problems(benchmark, task_names, policy, config)
+    if against is not None:
+        problems += map(LaunchRefused, baseline_problems(against, benchmark, task_names, seeds, config.protocol_id))
     if len(problems) == 1:
         raise problems[0]
     if problems:
@@ -145,12 +157,22 @@ def do_launch_campaign(
     config: ProtocolConfig,
     mode: str = Campaign.Mode.FAST,
     user=None,
+    against: Campaign | None = None,
+    level: float = DEFAULT_LEVEL,
+    margin: float = DEFAULT_MARGIN,
 ) -> Campaign:
     """Freeze a campaign's plan: one pending cell per (task, seed), task by task. `policy` may be a
-    name or spec string: its record is made in the same transaction, so a refused launch stores nothing."""
+    name or spec string: its record is made in the same transaction, so a refused launch stores nothing.
+    `against` a baseline: a sequential campaign, whose rule (level, margin, a random order of its cells drawn now)
+    is frozen with the plan."""
     if isinstance(policy, str):
         policy = policy_for(policy)
-    tasks = check_launch(benchmark, task_names, seeds, policy, config)
+    tasks = check_launch(benchmark, task_names, seeds, policy, config, against)
+    sequential = {}
+    if against is not None:
+        order_seed = secrets.randbits(32)
+        order = run_order(len(tasks) * len(seeds), order_seed)
+        sequential = SequentialRule(against.pk, level, margin, order_seed, order).as_dict()
     identity, _ = ProtocolIdentity.objects.get_or_create(
         protocol_id=config.protocol_id, defaults={"benchmark": benchmark, "configuration": config.as_dict()}
     )
@@ -166,6 +188,7 @@ def do_launch_campaign(
         protocol_config=config.as_dict(),
         mode=mode,
         provenance=catalog.provenance,
+        sequential=sequential,
         created_by=user,
     )
     budgets = {task.pk: resolve_budget(config, task.native_horizon).as_dict() for task in tasks}
@@ -296,8 +319,9 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
             Attempt.objects.filter(pk__in=ids_of_benchmark).update(
                 status=Attempt.Status.QUEUED, runner=executor.queued_runner(benchmark)
             )
-        for attempt_id, benchmark in queued.items():
-            transaction.on_commit(functools.partial(executor.submit, attempt_id, benchmark))
+        # A sequential campaign's cells go in its predeclared order: its test may stop it before the last.
+        for attempt_id in start_order(queued):
+            transaction.on_commit(functools.partial(executor.submit, attempt_id, queued[attempt_id]))
     return list(queued)
 
 

@@ -3,14 +3,16 @@
 Report coverage, successes, completed failures, typed errors, success_rate over
 protocol-completed episodes and attempt_success_rate over all attempts; each rate keeps
 its denominator and a Wilson 95% interval. Non-autonomous attempts (a human intervened)
-are counted apart and never enter the autonomous rates.
+are counted apart and never enter the autonomous rates. The cells a sequential campaign
+left unrun once its test had decided are counted apart too (`not_run`): the aggregates
+cover the cells that were run, never counting those as failures.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .scoring import Outcome
@@ -61,6 +63,7 @@ class CellResult:
     task: str
     outcome: Outcome | None  # None: selected, not attempted (yet)
     autonomous: bool = True
+    not_run: bool = False  # a sequential campaign's cell, left unrun once its test had decided
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Aggregate:
     successes: int
     completed_failures: int
     errors: Mapping[str, int]  # by outcome class: policy_error, contract_violation, infrastructure_error
+    not_run: int = 0  # planned, then left unrun by a sequential campaign's stop: not among `selected`
 
     @property
     def coverage(self) -> Rate:
@@ -90,13 +94,14 @@ class Aggregate:
             "successes": self.successes,
             "completed_failures": self.completed_failures,
             "errors": dict(self.errors),
+            "not_run": self.not_run,
             "coverage": self.coverage.as_dict(),
             "success_rate": self.success_rate.as_dict(),
             "attempt_success_rate": self.attempt_success_rate.as_dict(),
         }
 
 
-def aggregate_of(selected: int, outcomes: list[Outcome]) -> Aggregate:
+def aggregate_of(selected: int, outcomes: list[Outcome], not_run: int = 0) -> Aggregate:
     """The counts of `outcomes` among `selected` cells, the cells without an outcome counted as selected."""
     counts = Counter(outcomes)
     return Aggregate(
@@ -105,6 +110,7 @@ def aggregate_of(selected: int, outcomes: list[Outcome]) -> Aggregate:
         successes=counts[Outcome.SUCCESS],
         completed_failures=counts[Outcome.TASK_FAILURE],
         errors={o.value: counts[o] for o in Outcome if not o.protocol_completed},
+        not_run=not_run,
     )
 
 
@@ -124,68 +130,21 @@ class Report:
 
 def aggregate(cells: Iterable[CellResult]) -> Report:
     cells = list(cells)
-    autonomous = [c for c in cells if c.autonomous and c.outcome is not None]
-    human = [c.outcome for c in cells if not c.autonomous and c.outcome is not None]
+    run = [c for c in cells if not c.not_run]
+    autonomous = [c for c in run if c.autonomous and c.outcome is not None]
+    human = [c.outcome for c in run if not c.autonomous and c.outcome is not None]
     tasks = list(dict.fromkeys(c.task for c in cells))
+
+    def of(task: str | None) -> Aggregate:
+        mine = [c for c in cells if task is None or c.task == task]
+        return aggregate_of(
+            sum(1 for c in mine if not c.not_run),
+            [c.outcome for c in autonomous if task is None or c.task == task],
+            not_run=sum(1 for c in mine if c.not_run),
+        )
+
     return Report(
-        overall=aggregate_of(len(cells), [c.outcome for c in autonomous]),
-        per_task={
-            task: aggregate_of(
-                sum(1 for c in cells if c.task == task), [c.outcome for c in autonomous if c.task == task]
-            )
-            for task in tasks
-        },
+        overall=of(None),
+        per_task={task: of(task) for task in tasks},
         non_autonomous=aggregate_of(len(human), human),
-    )
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Two campaigns on the same cells, paired cell by cell (a cell: task and seed)."""
-
-    pairs: int  # cells finished and protocol-completed in both
-    both: int
-    neither: int
-    only_a: int
-    only_b: int
-    unpaired: int  # cells in only one campaign, or not completed in both
-    non_autonomous: int = 0  # cells a human intervened in, in either campaign: kept out of every count above
-
-    @property
-    def discordant(self) -> int:
-        return self.only_a + self.only_b
-
-
-def compare(
-    a: Mapping[tuple, Outcome | None], b: Mapping[tuple, Outcome | None], non_autonomous: Collection[tuple] = ()
-) -> Comparison:
-    """Pair the cells two campaigns share; only protocol-completed outcomes of autonomous attempts pair."""
-    counts = Counter()
-    for key in set(a) | set(b):
-        if key in non_autonomous:
-            counts["non_autonomous"] += 1
-            continue
-        outcome_a, outcome_b = a.get(key), b.get(key)
-        if (
-            outcome_a is None
-            or outcome_b is None
-            or not (outcome_a.protocol_completed and outcome_b.protocol_completed)
-        ):
-            counts["unpaired"] += 1
-            continue
-        success_a, success_b = outcome_a is Outcome.SUCCESS, outcome_b is Outcome.SUCCESS
-        counts[
-            {(True, True): "both", (False, False): "neither", (True, False): "only_a", (False, True): "only_b"}[
-                (success_a, success_b)
-            ]
-        ] += 1
-    pairs = counts["both"] + counts["neither"] + counts["only_a"] + counts["only_b"]
-    return Comparison(
-        pairs=pairs,
-        both=counts["both"],
-        neither=counts["neither"],
-        only_a=counts["only_a"],
-        only_b=counts["only_b"],
-        unpaired=counts["unpaired"],
-        non_autonomous=counts["non_autonomous"],
     )

@@ -49,3 +49,12 @@ class LaunchRefused(ProtocolError):
         self.errors = [] if isinstance(problems, str) else list(problems)
         self.problems = [problems] if isinstance(problems, str) else [str(e) for e in problems]
         super().__init__("; ".join(self.problems))
+
+
+class ComparisonRefused(ProtocolError):
+    """Two campaigns whose results cannot be compared (the same campaign, different protocol identities, no
+    shared cell); it holds every reason."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = list(reasons)
+        super().__init__("; ".join(self.reasons))

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from .errors import ProtocolError
+from .aggregates import CellResult
+from .errors import ComparisonRefused
+from .scoring import Outcome
 
 DEFAULT_LEVEL = 0.05
 DEFAULT_MARGIN = 0.05
@@ -57,7 +59,7 @@ VERDICT_LABELS = {
 }
 
 
-class InvalidComparisonSetting(ProtocolError):
+class InvalidComparisonSetting(ComparisonRefused):
     """A level or margin outside the range a comparison accepts."""
 
 
@@ -70,7 +72,7 @@ def check_level_and_margin(level: float, margin: float) -> None:
         elif not low <= value <= high:
             problems.append(f"the {name} must be in [{low}, {high}], got {value}")
     if problems:
-        raise InvalidComparisonSetting("; ".join(problems))
+        raise InvalidComparisonSetting(problems)
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,58 @@ class PairCounts:
             self.only_a + other.only_a,
             self.only_b + other.only_b,
         )
+
+
+@dataclass(frozen=True)
+class PairedCells:
+    """The cells of two campaigns matched by key (task, seed; a full matrix's cell adds its dimensions): the pairs
+    per task, and every matched or unmatched cell kept out of them, by why."""
+
+    per_task: Mapping[str, PairCounts] = field(default_factory=dict)
+    unmatched: int = 0  # a cell only one campaign planned
+    not_run: int = 0  # left unrun in either by a sequential campaign's stop
+    unfinished: int = 0  # pending, queued or running in either
+    non_autonomous: int = 0  # a human intervened in either
+    errored: int = 0  # either ended in an error, not protocol-completed
+
+    @property
+    def overall(self) -> PairCounts:
+        return sum(self.per_task.values(), PairCounts())
+
+    @property
+    def kept_out(self) -> int:
+        return self.unmatched + self.not_run + self.unfinished + self.non_autonomous + self.errored
+
+
+def pair_of(x: CellResult | None, y: CellResult | None) -> tuple[bool, bool] | str:
+    """Two cells' results as a pair (A's success, B's), or the reason they make none: only two autonomous,
+    protocol-completed outcomes pair."""
+    if x is None or y is None:
+        return "unmatched"
+    if x.not_run or y.not_run:
+        return "not_run"
+    if x.outcome is None or y.outcome is None:
+        return "unfinished"
+    if not (x.autonomous and y.autonomous):
+        return "non_autonomous"
+    if not (x.outcome.protocol_completed and y.outcome.protocol_completed):
+        return "errored"
+    return x.outcome is Outcome.SUCCESS, y.outcome is Outcome.SUCCESS
+
+
+def pair_cells(a: Mapping[Hashable, CellResult], b: Mapping[Hashable, CellResult]) -> PairedCells:
+    """Pair two campaigns' cells by key, per task, counting each cell kept out by its reason."""
+    rows: dict[str, list[int]] = {}  # task -> [both, only_a, only_b, neither]
+    kept_out = dict.fromkeys(("unmatched", "not_run", "unfinished", "non_autonomous", "errored"), 0)
+    for key in dict.fromkeys([*a, *b]):
+        pair = pair_of(a.get(key), b.get(key))
+        if isinstance(pair, str):
+            kept_out[pair] += 1
+            continue
+        success_a, success_b = pair
+        rows.setdefault(a[key].task, [0, 0, 0, 0])[2 * (not success_a) + (not success_b)] += 1
+    per_task = {task: PairCounts(both=r[0], only_a=r[1], only_b=r[2], neither=r[3]) for task, r in rows.items()}
+    return PairedCells(per_task=per_task, **kept_out)
 
 
 def z_for(level: float) -> float:

@@ -1,4 +1,4 @@
-"""What the pages and exports ask of the records: a campaign's cells, its aggregates, a comparison."""
+"""What the pages and exports ask of the records: a campaign's cells, its aggregates, sim-to-real."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.db.models import Count, F, Sum
 
 from evaluator.protocol import sim_to_real
-from evaluator.protocol.aggregates import CellResult, Comparison, Report, aggregate, compare
+from evaluator.protocol.aggregates import CellResult, Report, aggregate
 from evaluator.protocol.full_matrix import FullMatrix, load_matrix
 from evaluator.protocol.full_report import FullCellResult, FullReport, HeatMap, full_report, heat_maps, variant_of
 from evaluator.protocol.scoring import Outcome
@@ -22,28 +22,32 @@ from evaluator.records.models import (
 
 
 def campaign_cells(
-    campaign: Campaign, statuses: tuple[str, ...] = (), window: tuple[int, int] | None = None
+    campaign: Campaign, statuses: tuple[str, ...] = (), window: tuple[int, int] | None = None, full_cell: bool = False
 ) -> list[Attempt]:
     """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`;
-    only the [start, stop) slice of that order with `window`)."""
+    only the [start, stop) slice of that order with `window`; a full matrix's cell loaded with `full_cell`)."""
     # Without the large JSON of each cell (provenance, a full matrix's cell): pages do not show them.
-    cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task").defer("provenance", "full_cell")
+    cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task")
+    cells = cells.defer("provenance") if full_cell else cells.defer("provenance", "full_cell")
     if statuses:
         cells = cells.filter(status__in=statuses)
     cells = cells.order_by("cell_index")
     return list(cells[window[0] : window[1]] if window else cells)
 
 
-def _report(rows: Iterable[tuple[str, bool, str, bool]]) -> Report:
-    """Aggregates of (task name, finished, outcome, autonomous), one per original cell."""
-    return aggregate(
-        CellResult(task, Outcome(outcome) if finished else None, autonomous)
-        for task, finished, outcome, autonomous in rows
-    )
+def cell_result(task: str, status: str, outcome: str, autonomous: bool) -> CellResult:
+    """An original cell as the aggregates count it."""
+    finished = status == Attempt.Status.FINISHED
+    return CellResult(task, Outcome(outcome) if finished else None, autonomous, status == Attempt.Status.NOT_RUN)
+
+
+def _report(rows: Iterable[tuple[str, str, str, bool]]) -> Report:
+    """Aggregates of (task name, status, outcome, autonomous), one per original cell."""
+    return aggregate(cell_result(*row) for row in rows)
 
 
 def campaign_report(cells: list[Attempt]) -> Report:
-    return _report((a.task.name, a.is_finished, a.outcome, a.autonomous) for a in cells)
+    return _report((a.task.name, a.status, a.outcome, a.autonomous) for a in cells)
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,10 @@ class CampaignSummary:
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
     """One query over four columns of the original cells, however many there are (no model objects)."""
-    rows = campaign.attempts.filter(rerun_of__isnull=True).values_list("task__name", "status", "outcome", "autonomous")
-    finished = Attempt.Status.FINISHED
-    rows = [(task, status == finished, outcome, autonomous, status) for task, status, outcome, autonomous in rows]
-    return CampaignSummary(report=_report(row[:4] for row in rows), statuses=Counter(row[4] for row in rows))
+    rows = list(
+        campaign.attempts.filter(rerun_of__isnull=True).values_list("task__name", "status", "outcome", "autonomous")
+    )
+    return CampaignSummary(report=_report(rows), statuses=Counter(row[1] for row in rows))
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,6 @@ def _planned_cells(campaign: Campaign, cells, matrix: FullMatrix) -> list[tuple[
         return [(c.family, c.task, dict(c.dimensions), c.scored) for c in planned]
     recorded = cells.values_list("full_cell", flat=True)
     return [(c["family"], c["task"], c["dimensions"], c["scored"]) for c in recorded]
-
-
-def compare_campaigns(a: list[Attempt], b: list[Attempt]) -> Comparison:
-    def outcomes(cells):
-        return {(c.task.name, c.seed): Outcome(c.outcome) if c.is_finished else None for c in cells}
-
-    human = {(c.task.name, c.seed) for c in [*a, *b] if not c.autonomous}
-    return compare(outcomes(a), outcomes(b), human)
 
 
 def attempt_record(attempt: Attempt) -> dict:

@@ -23,11 +23,12 @@ SQLITE_CREATE = [
            id = NEW.id OR (rerun_of_id IS NULL AND NEW.rerun_of_id IS NULL
                            AND campaign_id = NEW.campaign_id AND cell_index = NEW.cell_index)))
        BEGIN SELECT RAISE(ABORT, 'finished attempt is immutable'); END""",
+    # A cell a sequential campaign left unrun is final too: it can neither start later nor go.
     """CREATE TRIGGER evaluator_attempt_finished_no_update BEFORE UPDATE ON evaluator_attempt
-       FOR EACH ROW WHEN OLD.status = 'finished'
+       FOR EACH ROW WHEN OLD.status IN ('finished', 'not_run')
        BEGIN SELECT RAISE(ABORT, 'finished attempt is immutable'); END""",
     """CREATE TRIGGER evaluator_attempt_finished_no_delete BEFORE DELETE ON evaluator_attempt
-       FOR EACH ROW WHEN OLD.status = 'finished'
+       FOR EACH ROW WHEN OLD.status IN ('finished', 'not_run')
        BEGIN SELECT RAISE(ABORT, 'finished attempt cannot be deleted'); END""",
 ] + [
     f"""CREATE TRIGGER {table}_finished_no_{op.lower()} BEFORE {op} ON {table}
@@ -58,7 +59,7 @@ SQLITE_DROP = [
 POSTGRES_CREATE = [
     """CREATE FUNCTION evaluator_refuse_finished_attempt() RETURNS trigger AS $$
        BEGIN
-         IF OLD.status = 'finished' THEN
+         IF OLD.status IN ('finished', 'not_run') THEN
            RAISE EXCEPTION 'finished attempt % is immutable', OLD.id USING ERRCODE = 'integrity_constraint_violation';
          END IF;
          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;

@@ -37,6 +37,7 @@ from evaluator.records.models import (
     Step,
 )
 from evaluator.records.runners import this_process
+from evaluator.records.sequential import do_update_sequential
 from evaluator.running.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
 from evaluator.running.evidence import EvidenceWriteFailed, EvidenceWriter
 from evaluator.running.heartbeats import Heartbeat
@@ -192,6 +193,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     """Run one pending cell to its end. Whatever happens, the attempt finishes with its evidence."""
     with transaction.atomic():
         attempt = Attempt.objects.select_for_update().select_related("campaign__policy", "task").get(pk=attempt.pk)
+        if attempt.status == Attempt.Status.NOT_RUN:  # its sequential campaign's test decided before it started
+            return attempt
         if attempt.status not in (Attempt.Status.PENDING, Attempt.Status.QUEUED):
             raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}; only a pending cell can start")
         campaign, task = attempt.campaign, attempt.task
@@ -402,4 +405,6 @@ def store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWrit
         # Only the fields the run owns: autonomy may have been withdrawn by an intervener meanwhile.
         attempt.save(update_fields=[*fields, "provenance", "status", "finished_at"])
     attempt.refresh_from_db(fields=["autonomous"])
+    if attempt.rerun_of_id is None and attempt.campaign.sequential:
+        do_update_sequential(attempt.campaign)  # a pair more: its test may stop the campaign now
     return attempt

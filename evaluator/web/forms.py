@@ -21,9 +21,11 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, LEVEL_RANGE, MARGIN_RANGE
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 from evaluator.records.models import Benchmark, Campaign, Policy, Task
+from evaluator.records.sequential import baseline_problems
 
 BLANK = [("", "default")]
 
@@ -83,6 +85,25 @@ class LaunchForm(forms.Form):
     families = forms.MultipleChoiceField(
         required=False, help_text="With a full matrix: only these families (default: all of them)."
     )
+    against = forms.IntegerField(
+        label="against baseline campaign",
+        required=False,
+        min_value=1,
+        help_text="A finished campaign's id: a sequential campaign runs its very cells in a random order and stops "
+        "once the paired test decides (improved, regressed or no difference).",
+    )
+    level = forms.FloatField(
+        required=False,
+        min_value=LEVEL_RANGE[0],
+        max_value=LEVEL_RANGE[1],
+        help_text=f"With a baseline: the chance at most of a wrong verdict (default {DEFAULT_LEVEL}).",
+    )
+    margin = forms.FloatField(
+        required=False,
+        min_value=MARGIN_RANGE[0],
+        max_value=MARGIN_RANGE[1],
+        help_text=f"With a baseline: differences of success rate under this count as none (default {DEFAULT_MARGIN}).",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -105,7 +126,7 @@ class LaunchForm(forms.Form):
     def launch(self, user) -> Campaign:
         """Create the campaign of a valid form: Create runs every check the preview ran (check_launch) again."""
         data = self.cleaned_data
-        if data.get("full"):
+        if data.get("full"):  # never sequential: clean refuses a baseline with a full matrix
             return do_launch_full_campaign(
                 name=data["name"] or data["full_plan"]["matrix"],
                 protocol=data["full"],
@@ -122,6 +143,9 @@ class LaunchForm(forms.Form):
             policy=data["policy"],
             config=data["config"],
             user=user,
+            against=data.get("baseline"),
+            level=data["level"] if data.get("level") is not None else DEFAULT_LEVEL,
+            margin=data["margin"] if data.get("margin") is not None else DEFAULT_MARGIN,
         )
 
     def preview(self) -> dict:
@@ -133,6 +157,7 @@ class LaunchForm(forms.Form):
             "seeds": data["seeds"],
             "cells": len(data["tasks"]) * len(data["seeds"]),
             "full": data.get("full_plan"),
+            "sequential": _sequential_preview(data),
         }
 
     def clean_seed(self) -> int:
@@ -155,7 +180,7 @@ class LaunchForm(forms.Form):
     def clean(self) -> dict:
         """Every problem at once: each part is checked as far as the fields it needs are valid."""
         data = super().clean()
-        problems: list[str] = []
+        problems: list[str] = self._baseline(data)
         config = self._config(data, problems)
         seeds = self._seeds(data)
         tasks = data.get("tasks") or []
@@ -177,6 +202,8 @@ class LaunchForm(forms.Form):
                         problems.append(str(exc))
             if "policy" in data:
                 problems += map(str, plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config))
+            if data.get("baseline") and seeds is not None:
+                problems += baseline_problems(data["baseline"], config.benchmark, tasks, seeds, config.protocol_id)
         for problem in dict.fromkeys(problems):
             self.add_error(None, problem)
         data["seeds"] = seeds
@@ -197,6 +224,21 @@ class LaunchForm(forms.Form):
         for problem in dict.fromkeys(problems):
             self.add_error(None, problem)
         return data
+
+    def _baseline(self, data: dict) -> list[str]:
+        """The campaign a sequential plan runs against (data["baseline"]), or why it cannot be one."""
+        against = data.get("against")
+        if against is None:
+            if data.get("level") is not None or data.get("margin") is not None:
+                return ["a level and margin set a sequential campaign's test: give the baseline campaign too"]
+            return []
+        baseline = Campaign.objects.select_related("protocol").filter(pk=against).first()
+        if baseline is None:
+            return [f"no campaign {against} to run against"]
+        if data.get("full"):
+            return ["a sequential campaign pairs task-and-seed cells: it cannot run a full matrix"]
+        data["baseline"] = baseline
+        return []
 
     def _config(self, data: dict, problems: list[str]) -> ProtocolConfig | None:
         if any(name in self.errors for name in CONFIG_FIELDS) or "benchmark" not in data:
@@ -246,6 +288,18 @@ CONFIG_FIELDS = (
     "task_scope",
     "full",
 )
+
+
+def _sequential_preview(data: dict) -> dict | None:
+    baseline = data.get("baseline")
+    if baseline is None:
+        return None
+    level, margin = data.get("level"), data.get("margin")
+    return {
+        "baseline": baseline.pk,
+        "level": DEFAULT_LEVEL if level is None else level,
+        "margin": DEFAULT_MARGIN if margin is None else margin,
+    }
 
 
 def _plan_name(data: dict) -> str:

@@ -21,6 +21,9 @@ class Attempt(models.Model):
         QUEUED = "queued", "queued"  # started by an operator, waiting for an executor slot
         RUNNING = "running", "running"
         FINISHED = "finished", "finished"
+        NOT_RUN = "not_run", "not run"  # a sequential campaign's cell, left once its test had decided: final
+
+    FINAL = (Status.FINISHED, Status.NOT_RUN)
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="attempts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
@@ -128,13 +131,15 @@ class Attempt(models.Model):
     def save(self, *args, **kwargs):
         if self.pk is None and self.status != self.Status.PENDING:
             raise RecordImmutable("an attempt is created pending: only its run finishes it")
-        if self._stored_status() == self.Status.FINISHED:
-            raise RecordImmutable(f"attempt {self.pk} is finished and cannot be changed")
+        stored = self._stored_status()
+        if stored in self.FINAL:
+            raise RecordImmutable(f"attempt {self.pk} is {stored.replace('_', ' ')} and cannot be changed")
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
-        if self._stored_status() == self.Status.FINISHED:
-            raise RecordImmutable(f"attempt {self.pk} is finished and cannot be deleted")
+        stored = self._stored_status()
+        if stored in self.FINAL:
+            raise RecordImmutable(f"attempt {self.pk} is {stored.replace('_', ' ')} and cannot be deleted")
         return super().delete(*args, **kwargs)
 
 

@@ -171,6 +171,7 @@ class Campaign(models.Model):
         "protocol_config",
         "mode",
         "provenance",
+        "sequential",
     )
 
     name = models.CharField(max_length=200)
@@ -184,6 +185,12 @@ class Campaign(models.Model):
     protocol_config = models.JSONField(help_text="The resolved configuration, run budgets included.")
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.FAST)
     provenance = models.JSONField(default=dict, help_text="Catalog checksum, upstream revisions.")
+    sequential = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Launched against a baseline: its id, the level, margin and method of the sequential test, and the "
+        "predeclared random order of the cells (evaluator/protocol/sequential.py). Empty: a fixed campaign.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     created_at = models.DateTimeField(auto_now_add=True)
 

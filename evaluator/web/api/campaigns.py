@@ -8,9 +8,12 @@ from ninja import Router, Status
 
 from evaluator.execution.launching import do_prepare_export, do_start_attempts
 from evaluator.exports.archives import archive_of
+from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
+from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary, compare_campaigns
+from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary
 from evaluator.records.roles import check_can
+from evaluator.records.sequential import cells_not_run, sequential_state_of
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.errors import ApiError
 from evaluator.web.api.schemas import (
@@ -53,6 +56,9 @@ def launch_form(plan: LaunchIn) -> LaunchForm:
         "task_scope": plan.task_scope,
         "full": plan.full,
         "families": plan.families,
+        "against": "" if plan.against is None else str(plan.against),
+        "level": "" if plan.level is None else str(plan.level),
+        "margin": "" if plan.margin is None else str(plan.margin),
         **{name: "" if getattr(plan, name) is None else str(getattr(plan, name)) for name in optional},
     }
     form = LaunchForm(data)
@@ -68,6 +74,7 @@ def launch_form(plan: LaunchIn) -> LaunchForm:
 
 def campaign_out(request, campaign: Campaign) -> dict:
     summary = campaign_summary(campaign)
+    state = sequential_state_of(campaign)
     statuses = {status: summary.statuses.get(status, 0) for status in Attempt.Status.values}
     report = summary.report
     return {
@@ -89,8 +96,34 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "infrastructure_errors": report.overall.errors.get("infrastructure_error", 0)
         + report.non_autonomous.errors.get("infrastructure_error", 0),
         "report": report.as_dict(),
+        "plan": plan_of(campaign),
+        "sequential": {**state.as_dict(), "cells_not_run": statuses[Attempt.Status.NOT_RUN]} if state else None,
         "url": link(request, "evaluator:campaign", campaign.pk),
     }
+
+
+PLAN_SETTINGS = (
+    "sensors",
+    "interaction_mode",
+    "action_rejection_feedback",
+    "budget_mode",
+    "horizon_multiplier",
+    "max_policy_calls",
+    "replan_interval",
+    "runner_step_cap",
+    "task_scope",
+)
+
+
+def plan_of(campaign: Campaign) -> dict:
+    """A campaign's frozen plan in the launch plan's fields: the same cells under the same identity."""
+    config = campaign.protocol_config
+    plan = {"benchmark": campaign.benchmark.name, "policy": campaign.policy.name, "name": campaign.name}
+    if campaign.mode == Campaign.Mode.FULL:
+        plan.update(full=config["full_protocol"], families=campaign.provenance["full_matrix"]["families"])
+    else:
+        plan.update(tasks=campaign.task_names, seeds=campaign.seeds)
+    return {**plan, **{name: config[name] for name in PLAN_SETTINGS}}
 
 
 def _campaign(campaign_id: int) -> Campaign:
@@ -116,6 +149,7 @@ def preview_campaign(request, plan: LaunchIn):
             for name, budget, calls, reaches in preview["budgets"]
         ],
         "full_plan": preview["full"],
+        "sequential": preview["sequential"],
     }
 
 
@@ -186,23 +220,43 @@ def list_cells(request, campaign_id: int, page: int = 1):
 
 
 @operation(router, "GET", "/compare", permission="view_campaign", response=ComparisonOut)
-def compare(request, a: int, b: int):
-    """Two campaigns paired cell by cell (same task and seed), as the comparison page pairs them."""
+def compare(request, a: int, b: int, level: float = DEFAULT_LEVEL, margin: float = DEFAULT_MARGIN):
+    """Candidate B against baseline A, paired by task and seed, with a verdict at the level and margin; when B was
+    run against A as a sequential campaign, its own test decides at the level and margin declared at launch."""
     a, b = _campaign(a), _campaign(b)
-    cells_a, cells_b = campaign_cells(a), campaign_cells(b)
-    comparison = compare_campaigns(cells_a, cells_b)
+    comparison = compare_campaigns(a, b, level, margin)
+
+    def row(task_row) -> dict:
+        return {
+            "task": task_row.task,
+            **task_row.paired.as_dict(),
+            "rate_a": task_row.rate_a.as_dict(),
+            "rate_b": task_row.rate_b.as_dict(),
+        }
+
+    cells = comparison.cells
+    sequential = comparison.sequential
     return {
         "a": a.pk,
         "b": b.pk,
-        "pairs": comparison.pairs,
-        "both": comparison.both,
-        "neither": comparison.neither,
-        "only_a": comparison.only_a,
-        "only_b": comparison.only_b,
-        "unpaired": comparison.unpaired,
-        "non_autonomous": comparison.non_autonomous,
-        "report_a": campaign_report(cells_a).as_dict(),
-        "report_b": campaign_report(cells_b).as_dict(),
+        "verdict": comparison.verdict.value,
+        "verdict_label": comparison.verdict.label,
+        "decided_by": "sequential test" if sequential else "fixed design",
+        "level": comparison.level,
+        "margin": comparison.margin,
+        "overall": row(comparison.overall),
+        "per_task": [row(task_row) for task_row in comparison.per_task],
+        "kept_out": {
+            "non_autonomous": cells.non_autonomous,
+            "errored": cells.errored,
+            "unfinished": cells.unfinished,
+            "not_run": cells.not_run,
+            "unmatched": cells.unmatched,
+        },
+        "sequential": {**sequential.as_dict(), "cells_not_run": cells_not_run(b)} if sequential else None,
+        "report_a": campaign_report(campaign_cells(a)).as_dict(),
+        "report_b": campaign_report(campaign_cells(b)).as_dict(),
+        "url": link(request, "evaluator:compare") + f"?a={a.pk}&b={b.pk}&level={level}&margin={margin}",
     }
 
 

@@ -33,7 +33,7 @@ ERROR_STATUSES = {
     401: "no credentials, or a token that is unknown, revoked or expired",
     403: "the user's roles do not grant the endpoint's permission, or a session request failed its CSRF check",
     404: "no such record",
-    422: "a well-formed request that the protocol refuses (a launch, a start): every reason at once",
+    422: "a well-formed request that the protocol refuses (a launch, a start, a comparison): every reason at once",
     429: "too many failed token authentications from this address: wait for the cool-off",
 }
 
@@ -53,7 +53,7 @@ def install_handlers(api: NinjaAPI) -> None:
         return answer(request, 400, "invalid_request", [_field_error(error) for error in exc.errors])
 
     def refused(request, exc: ProtocolError):
-        reasons = exc.problems if isinstance(exc, LaunchRefused) else [str(exc)]
+        reasons = exc.problems if isinstance(exc, LaunchRefused) else getattr(exc, "reasons", None) or [str(exc)]
         return answer(request, 422, snake_case(type(exc).__name__), reasons)
 
     def unauthenticated(request, exc: AuthenticationError):

@@ -26,6 +26,7 @@ class AggregateOut(Schema):
     successes: int
     completed_failures: int
     errors: dict[str, int] = Field(description="attempts by error class: policy_error, contract_violation, ...")
+    not_run: int = Field(description="cells a sequential campaign left unrun once its test decided: not selected")
     coverage: RateOut
     success_rate: RateOut = Field(description="successes over protocol-completed attempts")
     attempt_success_rate: RateOut = Field(description="successes over every attempt")
@@ -80,6 +81,11 @@ class LaunchIn(Schema):
     families: list[str] = Field(
         default_factory=list, description="with `full`: only these families", max_length=MAX_TASKS
     )
+    against: int | None = Field(
+        None, description="a finished campaign's id: a sequential campaign of its very cells, stopped once decided"
+    )
+    level: float | None = Field(None, description="with `against`: the sequential test's level (default 0.05)")
+    margin: float | None = Field(None, description="with `against`: the margin of no difference (default 0.05)")
 
 
 class CreateIn(LaunchIn):
@@ -101,6 +107,23 @@ class PreviewOut(Schema):
     cells: int
     budgets: list[BudgetOut]
     full_plan: dict | None = None
+    sequential: dict | None = Field(None, description="against a baseline: its id, the level and the margin")
+
+
+class SequentialOut(Schema):
+    method: str
+    level: float
+    margin: float
+    pairs: int
+    difference: float | None
+    interval_low: float
+    interval_high: float
+    verdict: str
+    verdict_label: str
+    decided_at: int | None = Field(description="the pairs at which it decided; null while undecided")
+    pairs_needed: int | None
+    more_than: bool
+    cells_not_run: int = Field(description="the candidate's cells left unrun once it decided: what it saved")
 
 
 class CampaignOut(Schema):
@@ -121,6 +144,8 @@ class CampaignOut(Schema):
     done: bool = Field(description="no planned cell is pending, queued or running")
     infrastructure_errors: int = Field(description="finished cells that ended in an infrastructure error")
     report: ReportOut
+    plan: dict = Field(description="the plan as /campaigns/preview takes it: launch another policy on the same cells")
+    sequential: SequentialOut | None = Field(description="run against a baseline: its test so far")
     url: str = Field(description="the campaign's page")
 
 
@@ -200,18 +225,56 @@ class AttemptSearchOut(Schema):
     attempts: list[AttemptRowOut]
 
 
-class ComparisonOut(Schema):
-    a: int
-    b: int
-    pairs: int = Field(description="cells protocol-completed and autonomous in both: the paired denominator")
+class PairedOut(Schema):
+    pairs: int = Field(description="cells autonomous and protocol-completed in both: the paired denominator")
     both: int
     neither: int
-    only_a: int
-    only_b: int
-    unpaired: int
+    only_a: int = Field(description="pairs only the baseline A succeeded in")
+    only_b: int = Field(description="pairs only the candidate B succeeded in")
+    discordant: int
+    difference: float | None = Field(description="B's success rate minus A's over the pairs")
+    interval_low: float | None
+    interval_high: float | None
+    interval_method: str
+    mcnemar_exact_p: float
+    level: float
+    margin: float
+    verdict: str = Field(description="improved, regressed, no_difference or underpowered")
+    verdict_label: str
+    pairs_needed: int | None = Field(description="underpowered: pairs that would decide it at the proportions seen")
+    more_pairs: int | None
+    more_than: bool = Field(description="pairs_needed is a floor: even that many would not decide it")
+
+
+class TaskPairedOut(PairedOut):
+    task: str
+    rate_a: RateOut = Field(description="A's success rate over the pairs")
+    rate_b: RateOut = Field(description="B's success rate over the pairs")
+
+
+class KeptOutOut(Schema):
     non_autonomous: int
+    errored: int
+    unfinished: int
+    not_run: int
+    unmatched: int = Field(description="cells in one campaign only")
+
+
+class ComparisonOut(Schema):
+    a: int = Field(description="the baseline campaign")
+    b: int = Field(description="the candidate campaign")
+    verdict: str = Field(description="improved, regressed, no_difference or underpowered")
+    verdict_label: str
+    decided_by: str = Field(description="fixed design, or the sequential test when B was run against A")
+    level: float
+    margin: float
+    overall: TaskPairedOut
+    per_task: list[TaskPairedOut]
+    kept_out: KeptOutOut
+    sequential: SequentialOut | None
     report_a: ReportOut
     report_b: ReportOut
+    url: str = Field(description="the comparison page")
 
 
 class ArchiveOut(Schema):

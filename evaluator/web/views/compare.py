@@ -7,43 +7,56 @@ from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
+from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Campaign
-from evaluator.records.queries import (
-    campaign_cells,
-    campaign_report,
-    compare_campaigns,
-)
+from evaluator.records.queries import campaign_cells
+from evaluator.records.sequential import cell_key, cells_not_run, rule_of
 from evaluator.web.access import require, viewable_attempt
-from evaluator.web.views.common import PLAYBACK_SPEEDS, id_param
+from evaluator.web.views.common import PLAYBACK_SPEEDS, id_param, number_param, sequence_chart
 
 
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
+    """Campaign B against baseline A, paired by task and seed: per task and overall, the paired difference with
+    its interval, McNemar's exact test and a verdict at the level and margin asked (defaults shown)."""
     require(request, "view_campaign")
     a_id, b_id = id_param(request, "a"), id_param(request, "b")
+    level, margin = number_param(request, "level", DEFAULT_LEVEL), number_param(request, "margin", DEFAULT_MARGIN)
     choices = Campaign.objects.select_related("policy", "benchmark").order_by("-created_at", "-pk")[:COMPARE_CHOICES]
+    context = {"choices": choices, "a_id": a_id, "b_id": b_id, "level": level, "margin": margin}
     if a_id is None or b_id is None:
-        return render(request, "evaluator/compare.html", {"choices": choices, "a_id": a_id, "b_id": b_id})
-    a = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=a_id)
-    b = get_object_or_404(Campaign.objects.select_related("policy", "protocol"), pk=b_id)
-    cells_a, cells_b = campaign_cells(a), campaign_cells(b)
-    by_key_b = {(c.task.name, c.seed): c for c in cells_b}
-    rows = [(c, by_key_b.get((c.task.name, c.seed))) for c in cells_a]
-    return render(
-        request,
-        "evaluator/compare.html",
-        {
-            "choices": choices,
-            "a_id": a_id,
-            "b_id": b_id,
-            "a": a,
-            "b": b,
-            "rows": rows,
-            "comparison": compare_campaigns(cells_a, cells_b),
-            "report_a": campaign_report(cells_a),
-            "report_b": campaign_report(cells_b),
-        },
+        return render(request, "evaluator/compare.html", context)
+    campaigns = Campaign.objects.select_related("policy", "protocol", "benchmark")
+    a, b = get_object_or_404(campaigns, pk=a_id), get_object_or_404(campaigns, pk=b_id)
+    context.update(a=a, b=b)
+    try:
+        comparison = compare_campaigns(a, b, level, margin)
+    except ProtocolError as refused:  # a comparison refused, or a level or margin out of range: every reason
+        context["refused"] = getattr(refused, "reasons", None) or str(refused).split("; ")
+        return render(request, "evaluator/compare.html", context, status=400)
+    context.update(
+        comparison=comparison,
+        sides=[("A", a), ("B", b)],
+        task_rows=[*comparison.per_task, comparison.overall],
+        rows=_cell_rows(a, b),
+        chart=sequence_chart(comparison.sequential) if comparison.sequential else None,
+        not_run_b=cells_not_run(b),
+        reverse_sequential=rule_of(a) is not None and rule_of(a).baseline == b.pk,
     )
+    return render(request, "evaluator/compare.html", context)
+
+
+def _cell_rows(a: Campaign, b: Campaign) -> list[tuple[str, list]]:
+    """Each task's cells side by side (A's attempt, B's attempt or None), for the pair links."""
+    by_key_b = {cell_key(c.task.name, c.seed, c.full_cell): c for c in campaign_cells(b, full_cell=True)}
+    tasks: dict[str, list] = {}
+    for cell in campaign_cells(a, full_cell=True):
+        tasks.setdefault(cell.task.name, []).append(
+            (cell, by_key_b.get(cell_key(cell.task.name, cell.seed, cell.full_cell)))
+        )
+    return list(tasks.items())
 
 
 COMPARE_CHOICES = 500
