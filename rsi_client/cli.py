@@ -1,13 +1,15 @@
 """`rsi`: RSI from a shell or a CI job.
 
     rsi launch --benchmark fetch --tasks all --repeats 3 --policy openpi+ws://gpu7:8000 --wait
+    rsi launch --against 12 --policy openpi+ws://gpu7:8000 --wait    (a sequential campaign on 12's cells)
+    rsi compare 12 13 --fail-on regressed
     rsi check-policy --benchmark fetch --policy openpi+ws://gpu7:8000
     rsi status 12 | rsi wait 12 | rsi leaderboard [PROTOCOL_ID] | rsi whoami
 
 The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Exit status: 0 done; 1 refused (a launch
-the protocol refuses, a policy whose reply is invalid); 2 a usage error; 3 the campaign ended with infrastructure
-errors; 4 not authenticated or not permitted; 5 the site cannot be reached, answered an error, or the wait timed
-out; 130 interrupted (the campaign goes on on the server).
+or comparison the protocol refuses, a policy whose reply is invalid, a verdict named by --fail-on); 2 a usage
+error; 3 the campaign ended with infrastructure errors; 4 not authenticated or not permitted; 5 the site cannot be
+reached, answered an error, or the wait timed out; 130 interrupted (the campaign goes on on the server).
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ def _rate(rate: dict) -> str:
 
 def progress_line(campaign: dict) -> str:
     s = campaign["statuses"]
+    not_run = f", {s['not_run']} not run" if s.get("not_run") else ""
     return (
         f"campaign {campaign['id']}: {campaign['finished']}/{campaign['cells']} finished, {s['running']} running, "
-        f"{s['queued']} queued, {s['pending']} pending; {campaign['report']['overall']['successes']} successes"
+        f"{s['queued']} queued, {s['pending']} pending{not_run}; {campaign['report']['overall']['successes']} successes"
     )
 
 
@@ -55,10 +58,26 @@ def summary(campaign: dict) -> str:
         lines.append(f"  non-autonomous        {report['non_autonomous']['attempted']} attempt(s), counted apart")
     for task, aggregate in report["per_task"].items():
         lines.append(f"  {task:<22}{_rate(aggregate['success_rate'])}")
+    sequential = campaign.get("sequential")
+    if sequential:
+        baseline = campaign["plan"].get("against") or "its baseline"
+        lines.append(f"  sequential test       {_sequential(sequential)}")
+        lines.append(f"  against               campaign {baseline}; {sequential['cells_not_run']} cell(s) not run")
     return "\n".join(lines)
 
 
-def _plan(args) -> dict:
+def _sequential(state: dict) -> str:
+    interval = f"[{state['interval_low']:+.3f}, {state['interval_high']:+.3f}]"
+    if state["decided_at"]:
+        return f"{state['verdict_label']} after {state['decided_at']} pairs, difference in {interval}"
+    return f"not decided after {state['pairs']} pairs, difference in {interval}"
+
+
+def _plan(client: Client, args) -> dict:
+    if args.against is not None:
+        return client.plan_against(args.against, args.policy, name=args.name, level=args.level, margin=args.margin)
+    if not args.benchmark:
+        raise ValueError("give --benchmark, or --against a baseline campaign whose plan to run")
     plan = {"benchmark": args.benchmark, "policy": args.policy, "seed": args.seed, "repeats": args.repeats}
     plan["tasks"] = "all" if args.tasks == "all" else [t for t in args.tasks.split(",") if t]
     if args.seeds:
@@ -84,7 +103,7 @@ def _wait(client: Client, campaign_id: int, args) -> int:
 
 
 def launch(client: Client, args) -> int:
-    plan = _plan(args)
+    plan = _plan(client, args)
     if args.preview:
         print(json.dumps(client.preview(**plan), indent=1))
         return 0
@@ -131,6 +150,44 @@ def leaderboard(client: Client, args) -> int:
     return 0
 
 
+def compare(client: Client, args) -> int:
+    found = client.compare(args.a, args.b, args.level, args.margin)
+    if args.json:
+        print(json.dumps(found, indent=1))
+    else:
+        overall = found["overall"]
+        print(f"campaign {found['b']} against baseline {found['a']}: {found['verdict_label'].upper()}")
+        if found["sequential"]:
+            print(f"  sequential test  {_sequential(found['sequential'])}")
+        difference = "none" if overall["difference"] is None else f"{overall['difference']:+.3f}"
+        interval = (
+            ""
+            if overall["interval_low"] is None
+            else f" [{overall['interval_low']:+.3f}, {overall['interval_high']:+.3f}]"
+        )
+        print(
+            f"  {overall['pairs']} pairs: B - A = {difference}{interval}, only A {overall['only_a']}, "
+            f"only B {overall['only_b']}, McNemar exact p = {overall['mcnemar_exact_p']:.4g}"
+        )
+        print(f"  level {found['level']}, margin {found['margin']}, decided by the {found['decided_by']}")
+        needed = (found["sequential"] or overall)["pairs_needed"]
+        if found["verdict"] == "underpowered" and needed:
+            print(f"  about {needed} pairs in all would decide it if the proportions seen so far held")
+        print(f"  {found['url']}")
+    return REFUSED if found["verdict"] in args.fail_on else 0
+
+
+def _verdicts(text: str) -> set[str]:
+    verdicts = {v.strip() for v in text.split(",") if v.strip()}
+    unknown = verdicts - set(VERDICTS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown verdict {', '.join(sorted(unknown))}: one of {', '.join(VERDICTS)}")
+    return verdicts
+
+
+VERDICTS = ("improved", "regressed", "no_difference", "underpowered")
+
+
 def whoami(client: Client, args) -> int:
     me = client.me()
     print(f"{me['username']} ({', '.join(me['roles']) or 'no role'}), by {me['via']}")
@@ -149,7 +206,7 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true", help="print the campaign as JSON")
 
     go = commands.add_parser("launch", help="create a campaign, start it and (--wait) wait for its numbers")
-    go.add_argument("--benchmark", required=True)
+    go.add_argument("--benchmark", help="required unless --against")
     go.add_argument("--policy", required=True, help="a registered name or a spec (openpi+ws://HOST:PORT, ...)")
     go.add_argument("--tasks", default="all", help="all, or task names separated by commas (default all)")
     go.add_argument("--seed", type=int, default=0, help="the first reset seed (default 0)")
@@ -169,6 +226,11 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--no-start", action="store_true", help="create the cells without starting them")
     go.add_argument("--preview", action="store_true", help="print what would be created; create nothing")
     go.add_argument("--wait", action="store_true", help="wait until every cell has finished; print the aggregates")
+    go.add_argument(
+        "--against", type=int, help="a finished campaign: run its cells and settings sequentially, stop once decided"
+    )
+    go.add_argument("--level", type=float, help="with --against: the test's level (default 0.05)")
+    go.add_argument("--margin", type=float, help="with --against: the margin of no difference (default 0.05)")
     waiting(go)
     go.set_defaults(run=launch)
 
@@ -195,6 +257,21 @@ def parser() -> argparse.ArgumentParser:
     board.add_argument("protocol_id", nargs="?")
     board.add_argument("--json", action="store_true")
     board.set_defaults(run=leaderboard)
+
+    versus = commands.add_parser("compare", help="campaign B against baseline A: paired statistics and a verdict")
+    versus.add_argument("a", type=int, help="the baseline campaign")
+    versus.add_argument("b", type=int, help="the candidate campaign")
+    versus.add_argument("--level", type=float, help="the test's level (default 0.05)")
+    versus.add_argument("--margin", type=float, help="differences under this count as none (default 0.05)")
+    versus.add_argument(
+        "--fail-on",
+        type=_verdicts,
+        default=set(),
+        metavar="VERDICT[,VERDICT]",
+        help=f"exit 1 when the verdict is one of these: {', '.join(VERDICTS)}",
+    )
+    versus.add_argument("--json", action="store_true")
+    versus.set_defaults(run=compare)
 
     commands.add_parser("whoami", help="the user the token acts as, and its roles").set_defaults(run=whoami)
     return top

@@ -121,8 +121,19 @@ class Client:
         campaign = self.launch(start=True, **plan)
         return self.wait(campaign["id"], poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress)
 
-    def compare(self, a: int, b: int) -> dict:
-        return self.request("GET", "/compare", query={"a": int(a), "b": int(b)})
+    def compare(self, a: int, b: int, level: float | None = None, margin: float | None = None) -> dict:
+        """Candidate B against baseline A: pairs, intervals and the verdict (improved, regressed, no_difference,
+        underpowered) at the level and margin (the site's defaults when None)."""
+        query = {"a": int(a), "b": int(b)}
+        query.update({k: float(v) for k, v in (("level", level), ("margin", margin)) if v is not None})
+        return self.request("GET", "/compare", query=query)
+
+    def plan_against(self, baseline: int, policy: str, **settings) -> dict:
+        """A sequential plan: campaign `baseline`'s cells and settings with another policy, run against it
+        (`level`, `margin` and `name` may be given in `settings`)."""
+        plan = {**self.campaign(baseline)["plan"], "policy": policy, "against": int(baseline), "name": ""}
+        plan.update({k: v for k, v in settings.items() if v is not None})
+        return plan
 
     def lerobot(self, campaign_id: int) -> dict:
         return self.request("GET", f"/campaigns/{int(campaign_id)}/lerobot")

@@ -31,9 +31,10 @@ from evaluator.records.queries import (
     campaign_summary,
     full_campaign_view,
 )
+from evaluator.records.sequential import sequential_state_of
 from evaluator.web.access import require
 from evaluator.web.forms import LaunchForm
-from evaluator.web.views.common import PAGE_SIZE
+from evaluator.web.views.common import PAGE_SIZE, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
 
@@ -154,6 +155,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
     full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    sequential = sequential_state_of(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
     pending_reruns = sum(1 for r in reruns if r.status == "pending")
     if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
@@ -193,6 +195,9 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "max_check_cells": MAX_CHECK_CELLS,
             "lerobot": archive_of(campaign),
             "can_prepare": request.user.has_perm("evaluator.launch_campaign"),
+            "sequential": sequential,
+            "chart": sequence_chart(sequential) if sequential else None,
+            "not_run": report.overall.not_run,
         },
     )
 
