@@ -60,7 +60,7 @@ def summary(campaign: dict) -> str:
         lines.append(f"  {task:<22}{_rate(aggregate['success_rate'])}")
     sequential = campaign.get("sequential")
     if sequential:
-        baseline = campaign["plan"].get("against") or "its baseline"
+        baseline = sequential["baseline"]
         lines.append(f"  sequential test       {_sequential(sequential)}")
         lines.append(f"  against               campaign {baseline}; {sequential['cells_not_run']} cell(s) not run")
     return "\n".join(lines)

@@ -97,9 +97,13 @@ def campaign_out(request, campaign: Campaign) -> dict:
         + report.non_autonomous.errors.get("infrastructure_error", 0),
         "report": report.as_dict(),
         "plan": plan_of(campaign),
-        "sequential": {**state.as_dict(), "cells_not_run": statuses[Attempt.Status.NOT_RUN]} if state else None,
+        "sequential": sequential_out(campaign, state) if state else None,
         "url": link(request, "evaluator:campaign", campaign.pk),
     }
+
+
+def sequential_out(campaign: Campaign, state) -> dict:
+    return {**state.as_dict(), "baseline": campaign.sequential["baseline"], "cells_not_run": cells_not_run(campaign)}
 
 
 PLAN_SETTINGS = (
@@ -253,7 +257,7 @@ def compare(request, a: int, b: int, level: float = DEFAULT_LEVEL, margin: float
             "not_run": cells.not_run,
             "unmatched": cells.unmatched,
         },
-        "sequential": {**sequential.as_dict(), "cells_not_run": cells_not_run(b)} if sequential else None,
+        "sequential": sequential_out(b, sequential) if sequential else None,
         "report_a": campaign_report(campaign_cells(a)).as_dict(),
         "report_b": campaign_report(campaign_cells(b)).as_dict(),
         "url": link(request, "evaluator:compare") + f"?a={a.pk}&b={b.pk}&level={level}&margin={margin}",

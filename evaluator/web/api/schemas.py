@@ -111,6 +111,7 @@ class PreviewOut(Schema):
 
 
 class SequentialOut(Schema):
+    baseline: int = Field(description="the campaign it was run against")
     method: str
     level: float
     margin: float
