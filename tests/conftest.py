@@ -1,5 +1,6 @@
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -246,3 +247,29 @@ def simple_double(tmp_path, monkeypatch, catalogs):
 def forward(register_policy):
     register_policy("forward", Forward)
     return Forward
+
+
+@pytest.fixture(scope="session")
+def rsi(tmp_path_factory):
+    """The `rsi` command of a fresh venv where only the client (rsi_client/) is installed."""
+    where = tmp_path_factory.mktemp("client")
+    venv, source = where / "venv", where / "rsi_client"
+    shutil.copytree(ROOT / "rsi_client", source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # As a training environment installs it: pip builds it with setuptools, and it asks for nothing else.
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(source)], check=True, capture_output=True)
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list"], capture_output=True, text=True, check=True).stdout
+    assert "rsi-client" in listed and "Django" not in listed
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHON", "VIRTUAL_ENV", "RSI_"))}
+
+    def run(*args: str, token: str, url: str, program: str = "rsi") -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(venv / "bin" / program), *args],
+            env={**env, "RSI_URL": url, "RSI_TOKEN": token},
+            cwd=venv,  # not the repository: nothing of RSI's is importable from here
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    return run

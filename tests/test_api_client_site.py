@@ -8,18 +8,13 @@ The client is installed from rsi_client/ into a fresh virtual environment that h
 run there as the `rsi` command."""
 
 import json
-import os
 import re
-import shutil
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.servers.processes import free_port
-from tests.servers.site import Session, daphne_site
+from tests.servers.site import Session, daphne_site, make_token, query
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--budget-mode", "decisions", "--max-policy-calls", "4", "--replan-interval", "1", "--poll", "0.5"]
@@ -30,42 +25,6 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("api-site")
     with daphne_site(tmp, users={"olga": ["operator"]}) as (base, env):
         yield base, Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
-
-
-@pytest.fixture(scope="module")
-def rsi(tmp_path_factory):
-    """The `rsi` command of a fresh venv where only the client is installed."""
-    where = tmp_path_factory.mktemp("client")
-    venv, source = where / "venv", where / "rsi_client"
-    shutil.copytree(ROOT / "rsi_client", source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    # As a training environment installs it: pip builds it with setuptools, and it asks for nothing else.
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(source)], check=True, capture_output=True)
-    listed = subprocess.run([str(venv / "bin" / "pip"), "list"], capture_output=True, text=True, check=True).stdout
-    assert "rsi-client" in listed and "Django" not in listed
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHON", "VIRTUAL_ENV", "RSI_"))}
-
-    def run(*args: str, token: str, url: str, program: str = "rsi") -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(venv / "bin" / program), *args],
-            env={**env, "RSI_URL": url, "RSI_TOKEN": token},
-            cwd=venv,  # not the repository: nothing of RSI's is importable from here
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    return run
-
-
-def make_token(base: str) -> str:
-    page = Session(base, "olga", "olgaolga").post("/account/tokens/", {"name": "training pipeline"})
-    return re.search(r'id="token-value">([^<]+)<', page).group(1)
-
-
-def query(db: Path, sql: str, *args):
-    with sqlite3.connect(db) as connection:
-        return connection.execute(sql, args).fetchall()
 
 
 def test_a_whole_fetch_campaign_through_the_client_alone_then_a_revoked_token_is_a_401(site, rsi):

@@ -307,7 +307,8 @@ def _plan_name(data: dict) -> str:
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds from {seeds[0]}"
     tasks = data["tasks"]
     task_text = ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks"
-    return f"{data['benchmark']}: {task_text} ({seed_text})"
+    against = f", against campaign {data['baseline'].pk}" if data.get("baseline") else ""
+    return f"{data['benchmark']}: {task_text} ({seed_text}){against}"
 
 
 def _in_scope(catalog, config: ProtocolConfig, name: str) -> bool:

@@ -4,6 +4,7 @@ SQLite file and media folder, set up by the same management commands."""
 import http.cookiejar
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -120,3 +121,15 @@ class Session:
         csrf = next(c.value for c in self.cookies if c.name == "csrftoken")
         data = urllib.parse.urlencode({"csrfmiddlewaretoken": csrf, **(fields or {})}).encode()
         return self.opener.open(self.base + path, data=data, timeout=30).read().decode()
+
+
+def make_token(base: str, user: str = "olga") -> str:
+    """A personal API token made through the tokens page, as a user makes one (the password is the name twice)."""
+    page = Session(base, user, user * 2).post("/account/tokens/", {"name": "training pipeline"})
+    return re.search(r'id="token-value">([^<]+)<', page).group(1)
+
+
+def query(db: Path, sql: str, *args):
+    """Rows of the site's SQLite database, read as a user's tools would."""
+    with sqlite3.connect(db) as connection:
+        return connection.execute(sql, args).fetchall()
