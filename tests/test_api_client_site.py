@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.browser import query
 from tests.servers.processes import free_port
-from tests.servers.site import Session, daphne_site, make_token, query
+from tests.servers.site import Session, daphne_site, make_token
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--budget-mode", "decisions", "--max-policy-calls", "4", "--replan-interval", "1", "--poll", "0.5"]

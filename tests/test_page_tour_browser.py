@@ -16,13 +16,13 @@ NO_PAGE_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 
 @pytest.fixture(scope="module")
 def tour(tmp_path_factory, browser):
-    """A site with two finished campaigns of two cells (for compare) and one attempt left running."""
+    """A site with two finished one-cell campaigns of the same cell (for compare) and one attempt left running."""
     tmp = tmp_path_factory.mktemp("tour")
     with daphne_site(tmp, users={"vera": ["operator", "intervener"], "nora": []}) as (base, env):
         db = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
         page = logged_in(browser, base, "vera")
-        for seed in (1, 2):
-            launch_noop_campaign(page, base, "reach", seed=seed, decisions=12)
+        for _ in range(2):
+            launch_noop_campaign(page, base, "reach", seed=1, decisions=12)
             page.click("#start-all")
             wait_until(page, "document.querySelectorAll('.cell[data-status=finished]').length === 1", timeout=120)
         launch_noop_campaign(page, base, "push", seed=3, decisions=2000)

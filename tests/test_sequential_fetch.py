@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.site import daphne_site, make_token, query
+from tests.servers.browser import DESKTOP, PHONE, logged_in, query, shot
+from tests.servers.site import daphne_site, make_token
 
 SEEDS = 12
 PLAN = ["--sensors", "privileged-state", "--budget-mode", "decisions", "--max-policy-calls", "20"]
@@ -34,7 +35,7 @@ def statuses(db: Path, campaign_id: int) -> dict[str, int]:
     return dict(rows)
 
 
-def test_a_better_policy_stops_early_improved_and_a_copy_runs_to_the_end(site, rsi):
+def test_a_better_policy_stops_early_improved_and_a_copy_runs_to_the_end(site, rsi, browser):
     base, db = site
     token = make_token(base)
 
@@ -74,3 +75,16 @@ def test_a_better_policy_stops_early_improved_and_a_copy_runs_to_the_end(site, r
     same = run("compare", str(baseline_id), str(copy_id), "--fail-on", "regressed")
     assert same.returncode == 0 and ("UNDERPOWERED" in same.stdout or "NO DIFFERENCE" in same.stdout.upper())
     assert run("compare", str(baseline_id), str(copy_id), "--fail-on", "underpowered,regressed").returncode == 1
+
+    # What a reviewer sees: the campaign's test and its cells not run, the comparison with its sequence.
+    for width, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+        page = logged_in(browser, base, "olga", viewport=viewport)
+        page.goto(f"{base}/campaigns/{better_id}/")
+        assert page.get_attribute("#sequential-section", "data-verdict") == "improved"
+        assert page.locator(".cell[data-status=not_run]").count() == found["not_run"]
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        shot(page, f"campaign-sequential-{width}")
+        page.goto(f"{base}/campaigns/compare/?a={baseline_id}&b={better_id}")
+        assert page.inner_text("#verdict-label") == "improved" and page.is_visible("#sequence-chart")
+        shot(page, f"compare-sequential-{width}")
+        page.context.close()

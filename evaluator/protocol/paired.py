@@ -237,6 +237,11 @@ class PairedComparison:
     more_than: bool = False  # pairs_needed is a floor (MOST_PAIRS_PROJECTED) rather than the number
 
     @property
+    def confidence_percent(self) -> str:
+        """The interval's confidence as a percentage, e.g. "95" at level 0.05."""
+        return f"{100 * (1 - self.level):.10g}"
+
+    @property
     def more_pairs(self) -> int | None:
         return None if self.pairs_needed is None else max(0, self.pairs_needed - self.counts.pairs)
 

@@ -4,7 +4,6 @@ SQLite file and media folder, set up by the same management commands."""
 import http.cookiejar
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -127,9 +126,3 @@ def make_token(base: str, user: str = "olga") -> str:
     """A personal API token made through the tokens page, as a user makes one (the password is the name twice)."""
     page = Session(base, user, user * 2).post("/account/tokens/", {"name": "training pipeline"})
     return re.search(r'id="token-value">([^<]+)<', page).group(1)
-
-
-def query(db: Path, sql: str, *args):
-    """Rows of the site's SQLite database, read as a user's tools would."""
-    with sqlite3.connect(db) as connection:
-        return connection.execute(sql, args).fetchall()

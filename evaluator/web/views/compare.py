@@ -49,13 +49,12 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 
 def _cell_rows(a: Campaign, b: Campaign) -> list[tuple[str, list]]:
-    """Each task's cells side by side (A's attempt, B's attempt or None), for the pair links."""
+    """Each task's cells side by side (A's attempt, B's attempt or None, and both as a pair), for the pair links."""
     by_key_b = {cell_key(c.task.name, c.seed, c.full_cell): c for c in campaign_cells(b, full_cell=True)}
     tasks: dict[str, list] = {}
     for cell in campaign_cells(a, full_cell=True):
-        tasks.setdefault(cell.task.name, []).append(
-            (cell, by_key_b.get(cell_key(cell.task.name, cell.seed, cell.full_cell)))
-        )
+        other = by_key_b.get(cell_key(cell.task.name, cell.seed, cell.full_cell))
+        tasks.setdefault(cell.task.name, []).append((cell, other, (cell, other)))
     return list(tasks.items())
 
 
