@@ -275,8 +275,8 @@ class LaunchForm(forms.Form):
         return None
 
 
-CONFIG_FIELDS = (
-    "benchmark",
+# The protocol options of a plan, named as the configuration names them (ProtocolConfig.as_dict).
+PROTOCOL_SETTINGS = (
     "sensors",
     "interaction_mode",
     "action_rejection_feedback",
@@ -286,8 +286,8 @@ CONFIG_FIELDS = (
     "replan_interval",
     "runner_step_cap",
     "task_scope",
-    "full",
 )
+CONFIG_FIELDS = ("benchmark", *PROTOCOL_SETTINGS, "full")
 
 
 def _sequential_preview(data: dict) -> dict | None:

@@ -27,7 +27,7 @@ from evaluator.web.api.schemas import (
     PreviewOut,
     StartOut,
 )
-from evaluator.web.forms import LaunchForm
+from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm
 from evaluator.web.views import campaigns as views
 
 router = Router(tags=["campaigns"])
@@ -106,19 +106,6 @@ def sequential_out(campaign: Campaign, state) -> dict:
     return {**state.as_dict(), "baseline": campaign.sequential["baseline"], "cells_not_run": cells_not_run(campaign)}
 
 
-PLAN_SETTINGS = (
-    "sensors",
-    "interaction_mode",
-    "action_rejection_feedback",
-    "budget_mode",
-    "horizon_multiplier",
-    "max_policy_calls",
-    "replan_interval",
-    "runner_step_cap",
-    "task_scope",
-)
-
-
 def plan_of(campaign: Campaign) -> dict:
     """A campaign's frozen plan in the launch plan's fields: the same cells under the same identity."""
     config = campaign.protocol_config
@@ -127,7 +114,7 @@ def plan_of(campaign: Campaign) -> dict:
         plan.update(full=config["full_protocol"], families=campaign.provenance["full_matrix"]["families"])
     else:
         plan.update(tasks=campaign.task_names, seeds=campaign.seeds)
-    return {**plan, **{name: config[name] for name in PLAN_SETTINGS}}
+    return {**plan, **{name: config[name] for name in PROTOCOL_SETTINGS}}
 
 
 def _campaign(campaign_id: int) -> Campaign:
