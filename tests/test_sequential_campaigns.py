@@ -156,6 +156,8 @@ def test_the_comparison_takes_its_verdict_from_the_sequential_test(operator, bas
     assert 'data-verdict="improved"' in page and 'id="sequence-chart"' in page
     assert 'id="cells-saved">4<' in page
     assert "It decided <b>improved</b> after <b>8</b> pairs" in page
+    assert 'href="#pairs-reach"' in page and 'id="pairs-reach"' in page  # each task row links to its pairs
+    assert page.count('class="side-by-side"') == 8 and page.count(">not run</span>") == 4
     compared = operator.get(f"/api/v1/compare?a={baseline.pk}&b={campaign.pk}").json()
     assert (compared["verdict"], compared["decided_by"]) == ("improved", "sequential test")
     assert (compared["sequential"]["decided_at"], compared["sequential"]["cells_not_run"]) == (8, 4)
