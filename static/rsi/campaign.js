@@ -75,7 +75,7 @@
       const response = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
       if (!response.ok) return;
       const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
-      for (const id of ["cells", "aggregates-section", "progress-line"]) {
+      for (const id of ["cells", "aggregates-section", "progress-line", "sequential-section"]) {
         const now = document.getElementById(id), next = fresh.getElementById(id);
         if (now && next) now.replaceWith(next);
       }
