@@ -61,10 +61,10 @@ system-test:
 setup: system-run venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_catalogs
-	$(PY) manage.py ensure_admin
 
+# The credentials come last, just before serving: the pip and migration output is above them.
 run: setup
-	@echo "Serving RSI on http://$(HOST):$(PORT)/ (admin at /admin/)"
+	@$(PY) manage.py ensure_admin --serving "http://$(HOST):$(PORT)/ (the admin at /admin/)"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) rsi_site.asgi:application
 
 # Lint and format check (ruff, configured in pyproject.toml); `ruff format .` fixes the format.

@@ -22,6 +22,7 @@ umount                           mount        and its unmounting
 redis-server                     redis-server throwaway Redis servers (scale-out tests: broker and channel layer)
 /usr/bin/chromium                chromium     browser tests (Playwright downloads no browser here)
 cc                               gcc          building RSI's Vulkan layer for lavapipe
+make                             make         reading make run's recipe (the order of its steps)
 "
 
 have_program() { if [[ $1 == /* ]]; then compgen -G "$1" >/dev/null; else command -v "$1" >/dev/null; fi; }

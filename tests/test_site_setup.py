@@ -2,7 +2,10 @@
 loads the catalogs, makes a first admin account and serves a home page and the admin)."""
 
 import io
+import os
+import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,6 +14,8 @@ from django.urls import reverse
 
 from evaluator.records import models
 from tests.servers.site import daphne_site
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_loading_catalogs_twice_keeps_one_row_per_task(catalogs):
@@ -31,8 +36,31 @@ def test_ensure_admin_generates_a_password_once(db, monkeypatch):
     assert get_user_model().objects.get(username="root").check_password(password)
     again = io.StringIO()
     call_command("ensure_admin", stdout=again)
-    assert "exists already" in again.getvalue()
+    assert "exists already (root)" in again.getvalue()
+    assert "manage.py changepassword root" in again.getvalue()
     assert get_user_model().objects.filter(is_superuser=True).count() == 1
+
+
+def test_make_run_prints_the_credentials_last_just_before_serving(db, monkeypatch):
+    """Issue 35, point 15: "Print the credentials last, just before serving", the last line repeating the user."""
+    monkeypatch.delenv("RSI_ADMIN_PASSWORD", raising=False)
+    monkeypatch.setenv("RSI_ADMIN_USERNAME", "root")
+    out = io.StringIO()
+    call_command("ensure_admin", serving="http://127.0.0.1:8000/", stdout=out)
+    lines = out.getvalue().strip().splitlines()
+    assert lines[0].startswith("Created admin account 'root' with password ")
+    assert "manage.py changepassword root" in lines[1]
+    assert lines[-1].endswith("Serving RSI on http://127.0.0.1:8000/: log in as 'root'.")
+    # make run's recipe: the account step is the last before the server, after every install and migration.
+    recipe = (
+        subprocess.run(
+            ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, "PY": "py"}
+        )
+        .stdout.strip()
+        .splitlines()
+    )
+    assert "manage.py ensure_admin --serving" in recipe[-2] and "daphne" in recipe[-1]
+    assert any("manage.py migrate" in line for line in recipe[:-2])
 
 
 def test_ensure_admin_takes_credentials_from_the_environment(db, monkeypatch):
