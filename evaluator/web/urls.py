@@ -1,6 +1,7 @@
 """The dashboard's URLs (namespace "evaluator"), one view module per page group."""
 
 from django.urls import path
+from django.views.generic import RedirectView
 
 from evaluator.web.views import account, attempts, campaigns, compare, leaderboards, live, review, sim_to_real
 
@@ -8,6 +9,7 @@ app_name = "evaluator"
 
 urlpatterns = [
     path("", campaigns.campaigns, name="campaigns"),
+    path("campaigns/", RedirectView.as_view(pattern_name="evaluator:campaigns"), name="campaign_list"),
     path("benchmarks/", campaigns.benchmarks, name="benchmarks"),
     path("account/tokens/", account.tokens, name="tokens"),
     path("account/tokens/<int:token_id>/revoke/", account.revoke_token, name="revoke_token"),

@@ -21,6 +21,7 @@ from evaluator.execution.launching import (
 from evaluator.execution.policy_checks import do_check_policy
 from evaluator.exports.archives import archive_of
 from evaluator.exports.replay import MAX_CHECK_CELLS, check_summary
+from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.registry import PROTOCOLS
@@ -54,6 +55,10 @@ def benchmarks(request: HttpRequest) -> HttpResponse:
     return render(request, "evaluator/benchmarks.html", {"rows": rows})
 
 
+# An original cell's autonomous, finished attempt: what a campaign's success rate counts.
+AUTONOMOUS = Q(attempts__rerun_of__isnull=True, attempts__status="finished", attempts__autonomous=True)
+
+
 @login_required
 def campaigns(request: HttpRequest) -> HttpResponse:
     require(request, "view_campaign")
@@ -64,10 +69,9 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         .annotate(
             cells=Count("attempts", filter=Q(attempts__rerun_of__isnull=True)),
             finished=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="finished")),
-            successes=Count(
-                "attempts",
-                filter=Q(attempts__rerun_of__isnull=True, attempts__outcome="success", attempts__autonomous=True),
-            ),
+            not_run=Count("attempts", filter=Q(attempts__rerun_of__isnull=True, attempts__status="not_run")),
+            successes=Count("attempts", filter=AUTONOMOUS & Q(attempts__outcome="success")),
+            completed=Count("attempts", filter=AUTONOMOUS & Q(attempts__outcome__in=("success", "task_failure"))),
         )
     )
     if filters["benchmark"]:
@@ -77,6 +81,8 @@ def campaigns(request: HttpRequest) -> HttpResponse:
     if filters["protocol"]:
         queryset = queryset.filter(protocol__protocol_id=filters["protocol"])
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    for campaign in page:
+        campaign.success_rate = Rate(campaign.successes, campaign.completed)
     return render(
         request,
         "evaluator/campaigns.html",
