@@ -52,8 +52,12 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     assert page.locator(".cell[data-status=pending]").count() == 2
     shot(page, "campaign-pending")
 
+    # "no 404 in the console during a campaign run" (issue 35, point 2): no picture is asked before it exists.
+    missing = []
+    page.on("response", lambda response: missing.append(response.url) if response.status == 404 else None)
     page.click("#start-all")
     wait_until(page, "document.querySelectorAll('.cell[data-status=finished]').length === 2", timeout=180)
+    assert missing == []
     assert page.inner_text("#progress") == "2/2 cells finished"
     assert page.locator(".cell[data-outcome=success]").count() >= 1
     assert "2/2" in page.inner_text("#aggregates")

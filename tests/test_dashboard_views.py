@@ -347,6 +347,22 @@ def test_a_cell_without_video_says_why_instead_of_a_broken_image(admin_client, m
     assert admin_client.get(reverse("evaluator:thumbnail", args=[attempt.pk])).status_code == 404
 
 
+def test_a_cell_without_a_picture_yet_says_what_is_coming_and_asks_for_none(admin_client, make_attempt):
+    """Issue 35, point 2: "every newly running cell asks for /attempts/N/thumbnail/ before a frame exists ... A
+    placeholder that says what is coming"."""
+    from evaluator.records.models import Attempt
+
+    starting = make_attempt("reach", benchmark="fetch")
+    Attempt.objects.filter(pk=starting.pk).update(status="running")  # started, no frame published yet
+    page = admin_client.get(reverse("evaluator:campaign", args=[starting.campaign_id])).content.decode()
+    assert f'src="{reverse("evaluator:thumbnail", args=[starting.pk])}"' not in page
+    assert "Starting: the first picture comes with the first observation." in page
+    pending = make_attempt("reach", benchmark="fetch")
+    live = admin_client.get(reverse("evaluator:live", args=[pending.pk])).content.decode()
+    assert '<img id="live-frame" alt="the frame the policy sees" width="480" height="360" hidden>' in live
+    assert "Not started yet: the picture comes with the episode's first observation." in live
+
+
 def test_a_finished_attempts_live_page_sends_the_viewer_to_its_review(admin_client, finished):
     response = admin_client.get(reverse("evaluator:live", args=[finished.pk]))
     assert response.status_code == 302 and response.url == reverse("evaluator:review", args=[finished.pk])

@@ -96,6 +96,8 @@ def test_at_phone_width_the_top_bar_is_a_menu_and_panels_stack(tour, browser):
     assert panel["y"] >= picture["y"] + picture["height"] - 1
     assert page.evaluate(NO_PAGE_SCROLL)
     page.goto(f"{base}/attempts/{running}/live/")
+    page.wait_for_selector("#live-frame", state="visible")  # the placeholder gives way to the first frame
+    assert page.is_hidden("#live-placeholder")
     picture, panel = page.locator("#live-frame").bounding_box(), page.locator("aside.panel").bounding_box()
     assert panel["y"] >= picture["y"] + picture["height"] - 1
     assert page.evaluate(NO_PAGE_SCROLL)

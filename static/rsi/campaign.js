@@ -32,6 +32,7 @@
   }
 
   function picture(cell, seq) {
+    if (!seq) return; // no frame published yet: the placeholder stays (asking for one would be a 404)
     const now = Date.now();
     if (now - (pictureAt[cell.id] || 0) < PICTURE_INTERVAL_MS) return;
     pictureAt[cell.id] = now;
@@ -44,7 +45,7 @@
       img.alt = "latest picture";
       box.appendChild(img);
     }
-    img.src = `${cell.dataset.thumb}?seq=${seq || now}`;
+    img.src = `${cell.dataset.thumb}?seq=${seq}`;
   }
 
   function progress(cell, counters) {

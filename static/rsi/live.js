@@ -5,6 +5,8 @@
   if (!root) return;
   const $ = (id) => document.getElementById(id);
   const img = $("live-frame");
+  const placeholder = $("live-placeholder");
+  let pictured = false; // a frame has been shown: it stays (while paused too) until the next one
   const latencies = (window.rsiLatencies = []);
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
   let socket = null;
@@ -55,6 +57,17 @@
     if (state.step !== undefined) $("live-step").textContent = state.step;
     counters(state.counters);
     if (state.instruction) $("live-instruction").textContent = state.instruction;
+    if (!pictured) placeholder.textContent = waiting();
+  }
+
+  // What the picture's place says until the first frame arrives.
+  function waiting() {
+    if (status === "finished") return "The attempt ended before a picture was sent: its review page has its evidence.";
+    if (status === "running" && paused) return "Paused before the first picture: it comes when the episode goes on.";
+    if (status === "running") return "Starting: the simulator is loading; the picture comes with the first observation.";
+    if (status === "queued") return "Queued: waiting for an executor slot.";
+    if (status === "pending") return "Not started yet: the picture comes with the episode's first observation.";
+    return "Waiting for the connection.";
   }
 
   function log(text, seq) {
@@ -137,6 +150,7 @@
     const seq = view.getUint32(0), step = view.getUint32(4);
     const url = URL.createObjectURL(new Blob([message.data.slice(8)], { type: "image/jpeg" }));
     img.onload = () => {
+      if (!pictured) { pictured = true; img.hidden = false; placeholder.hidden = true; }
       if (lastUrl) URL.revokeObjectURL(lastUrl);
       lastUrl = url;
       img.dataset.step = step;

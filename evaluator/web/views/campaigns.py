@@ -21,6 +21,7 @@ from evaluator.execution.launching import (
 from evaluator.execution.policy_checks import do_check_policy
 from evaluator.exports.archives import archive_of
 from evaluator.exports.replay import MAX_CHECK_CELLS, check_summary
+from evaluator.live.hub import hub
 from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
@@ -180,6 +181,8 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     )
     for cell in cells:
         cell.has_video = cell.pk in with_video
+        # A running cell's picture only once it has one: asking before is a 404 and a broken image.
+        cell.has_frame = cell.status == Attempt.Status.RUNNING and hub.latest_frame(cell.pk) is not None
         cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
     return render(
         request,
