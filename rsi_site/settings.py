@@ -74,6 +74,8 @@ AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = 0.25  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# The site's error page, saying how long the lock-out lasts and that the right password waits too.
+AXES_LOCKOUT_CALLABLE = "rsi_site.errors.locked_out"
 
 # Content-Security-Policy: the pages load only their own scripts, styles and media, and open
 # WebSockets only to the site itself; no inline script or style.

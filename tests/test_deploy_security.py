@@ -69,6 +69,12 @@ def test_logins_are_throttled_after_five_failures(client, db):
     assert statuses == [200] * 4 + [429]  # the fifth failure locks the account out
     locked = client.post(login, {"username": "olga", "password": "a long passphrase for olga"})
     assert locked.status_code == 429  # even the right password waits out the lock-out
+    # Issue 35, point 13: the site's error page with its navigation, the time left, and that the right password
+    # is refused too.
+    page = locked.content.decode()
+    assert 'class="topbar"' in page and 'data-status="429"' in page
+    assert 'for about <b id="minutes-left">15</b> more minutes' in page
+    assert "<b>the right password too</b>" in page and "manage.py axes_reset_username olga" in page
 
 
 def test_the_database_and_the_evidence_are_readable_by_their_owner_only(tmp_path):
