@@ -143,6 +143,12 @@ def test_status_cells_records_search_and_comparison_carry_their_denominators(ope
 def test_the_lerobot_export_is_prepared_on_the_executor_and_its_state_read(operator, submitted, media_root):
     made = post(operator, "/api/v1/campaigns", {"benchmark": "fetch", "policy": "noop", "tasks": ["reach"]}).json()
     state = operator.get(f"/api/v1/campaigns/{made['id']}/lerobot").json()
+    reason = f"campaign {made['id']} has no finished attempt to export yet"  # said before anyone asks
+    assert state == {"state": "refused", "reason": reason, "download": None}
+    refused = operator.post(f"/api/v1/campaigns/{made['id']}/lerobot/prepare")
+    assert refused.status_code == 422 and submitted == []
+    finish_cell(Attempt.objects.get(campaign_id=made["id"]), "task_failure")
+    state = operator.get(f"/api/v1/campaigns/{made['id']}/lerobot").json()
     assert state == {"state": "none", "reason": "", "download": None}
     prepared = operator.post(f"/api/v1/campaigns/{made['id']}/lerobot/prepare").json()
     assert prepared["state"] == "preparing" and submitted == [("export", made["id"], "fetch")]

@@ -84,11 +84,24 @@ def test_each_attempt_is_an_episode_of_its_steps_plus_one_frames_with_the_execut
     assert len(stats["observation.images.rgb"]["mean"]) == 3
 
 
-def test_tasks_whose_observations_differ_in_size_are_refused_by_name(catalogs, media_root, tmp_path):
+def test_tasks_whose_observations_differ_in_size_are_refused_by_name(operator, media_root, tmp_path, monkeypatch):
+    from evaluator.execution import executor
+    from evaluator.exports.lerobot import plan_problem
+
     mixed = _run(["reach", "push"], [1], 1)
     with pytest.raises(CommandError, match="one observation.state layout; these tasks' differ .reach: 16, push: 31"):
         call_command("export-lerobot", str(mixed.pk), "--out", str(tmp_path / "dataset"))
     assert not (tmp_path / "dataset").exists()
+    # Issue 35, point 9: known from the plan before anyone asks (the registry's declared arrays give the sizes the
+    # run's evidence gave), so the page disables Prepare and says why, instead of a click and a red flash.
+    assert plan_problem(mixed) == "a LeRobot dataset has one observation.state layout; these tasks' differ " + (
+        "(push: 31, reach: 16 numbers)"
+    )
+    monkeypatch.setattr(executor, "submit_export", lambda *args: pytest.fail("a refused export was submitted"))
+    page = operator.get(f"/campaigns/{mixed.pk}/").content.decode()
+    assert '<button id="lerobot-prepare" disabled aria-describedby="lerobot-refused">' in page
+    assert "cannot be made: a LeRobot dataset has one observation.state layout" in page
+    operator.post(f"/campaigns/{mixed.pk}/lerobot/prepare/")
 
 
 def test_an_existing_folder_is_never_written_over(campaign, tmp_path):

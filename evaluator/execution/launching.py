@@ -368,6 +368,8 @@ def check_prepare_export(user, campaign: Campaign) -> Archive:
     """Building a dataset costs the executor minutes: operators ask for it; every reader downloads it."""
     check_can(user, "launch_campaign")
     archive = archive_of(campaign)
+    if archive.state == "refused":
+        raise LaunchRefused(f"the LeRobot dataset of campaign {campaign.pk} cannot be made: {archive.reason}")
     if archive.state != "none":
         raise LaunchRefused(f"the LeRobot dataset of campaign {campaign.pk} as it is now is {archive.state} already")
     return archive

@@ -23,7 +23,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import Count, Max
 
-from evaluator.exports.lerobot import ExportRefused, write_lerobot_dataset
+from evaluator.exports.lerobot import ExportRefused, plan_problem, write_lerobot_dataset
 from evaluator.records.models import Attempt, Campaign
 
 ARCHIVES = "cache/lerobot"  # under MEDIA_ROOT
@@ -49,7 +49,11 @@ def archive_of(campaign: Campaign) -> Archive:
         return Archive("ready", path)
     if (refused := path.with_suffix(".refused")).is_file():
         return Archive("refused", path, refused.read_text())
-    return Archive("preparing" if path.with_suffix(".preparing").exists() else "none", path)
+    if path.with_suffix(".preparing").exists():
+        return Archive("preparing", path)
+    # Refused before it is asked for, when the plan already says why: the page shows the reason, not a button.
+    problem = plan_problem(campaign)
+    return Archive("refused", path, problem) if problem else Archive("none", path)
 
 
 def mark_preparing(archive: Archive) -> None:

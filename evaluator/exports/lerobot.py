@@ -22,6 +22,7 @@ the last frame. `observation.state` is every numeric array the worker returned, 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from django.conf import settings
 
 from evaluator.exports.media import EvidenceAltered, exact_frame, read_frame_index
 from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.registry import benchmark_protocol
 from evaluator.records.models import Attempt, Campaign
 
 CODEBASE_VERSION = "v3.0"
@@ -68,10 +70,7 @@ def write_lerobot_dataset(campaign: Campaign, out: Path, progress: Callable[[int
         raise ExportRefused(f"a LeRobot dataset has one whole-number fps; these attempts have {sorted(fps)}")
     layouts = {e.attempt.task.name: _state_names(e.lines[0]["state"]) for e in episodes}
     if len({tuple(names) for names in layouts.values()}) != 1:
-        sizes = ", ".join(f"{task}: {len(names)}" for task, names in layouts.items())
-        raise ExportRefused(
-            f"a LeRobot dataset has one observation.state layout; these tasks' differ ({sizes} numbers)"
-        )
+        raise ExportRefused(_layouts_differ({task: len(names) for task, names in layouts.items()}))
     state_names = next(iter(layouts.values()))
     shapes = {tuple(_video_shape(e)) for e in episodes}
     if len(shapes) != 1:
@@ -141,6 +140,29 @@ def _episodes(campaign: Campaign) -> tuple[list[Episode], list[str]]:
             continue
         episodes.append(Episode(attempt, lines, folder / "video.mp4", attempt.task.control_hz))
     return episodes, skipped
+
+
+def _layouts_differ(sizes: dict[str, int]) -> str:
+    listed = ", ".join(f"{task}: {size}" for task, size in sizes.items())
+    return f"a LeRobot dataset has one observation.state layout; these tasks' differ ({listed} numbers)"
+
+
+def plan_problem(campaign: Campaign) -> str | None:
+    """Why the campaign's dataset cannot be made, known before any evidence is read (the page disables Prepare
+    with it): no finished attempt yet, or tasks whose declared state arrays differ in size (the registry's
+    array_shapes, as the workers send them). None: nothing known against it; building may still refuse."""
+    finished = campaign.attempts.filter(status=Attempt.Status.FINISHED)
+    if not finished.exists():
+        return f"campaign {campaign.pk} has no finished attempt to export yet"
+    protocol = benchmark_protocol(campaign.benchmark.name)
+    arrays = protocol.sensor_arrays.get(campaign.protocol_config["sensors"], ())
+    if any(array not in protocol.array_shapes for array in arrays):
+        return None
+    sizes = {
+        task: sum(math.prod(protocol.array_shape(array, task, robot)[0]) for array in arrays)
+        for task, robot in finished.values_list("task__name", "task__robot").distinct().order_by("task__name")
+    }
+    return _layouts_differ(sizes) if len(set(sizes.values())) > 1 else None
 
 
 def _state_names(state: dict) -> list[str]:
