@@ -1,16 +1,23 @@
-"""Server time of the dashboard with many attempts in the database.
+"""Server time of the dashboard with many attempts in the database, and of the launch page across readiness refreshes.
 
     .venv/bin/python bench/dashboard_load.py [--attempts 10000] [--requests 300] [--episode-steps 250] [--pace 0.1]
+    .venv/bin/python bench/dashboard_load.py --launch-only [--launch-seconds 30]
 
 Builds a throwaway SQLite database with 10 campaigns of N/10 finished cells each, plus one real
 Fetch episode of 250 steps (ten groups of pictures) for the exact-frame endpoint, then times requests
 in-process (Django's test client: server time, no network; the process settled as rsi_site/asgi.py
 settles it before serving) and prints median and p95 with the number of SQL queries per page.
+
+The launch page shows each benchmark's readiness (doctor's probes, seconds each). With the verdicts kept 1 s instead
+of 300 (RSI_READINESS_TTL_S), it is requested every 50 ms for --launch-seconds while the verdicts are asked again in
+the background; printed beside it, what one round of doctor's checks takes: what a request waited for when the
+check ran inside it.
 """
 
 import argparse
 import io
 import json
+import os
 import random
 import shutil
 import sys
@@ -33,8 +40,10 @@ from PIL import Image  # noqa: E402
 from bench.timing import percentile, report, timed  # noqa: E402
 from evaluator.execution.launching import do_launch_campaign  # noqa: E402
 from evaluator.exports.media import exact_frame  # noqa: E402
+from evaluator.native.backends import benchmark_verdict  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.records.models import Artifact, Attempt, Policy  # noqa: E402
+from evaluator.readiness.verdicts import readiness  # noqa: E402
+from evaluator.records.models import Artifact, Attempt, Benchmark, Policy  # noqa: E402
 from evaluator.running.recorder import do_run_attempt  # noqa: E402
 from rsi_site.serving import settle  # noqa: E402
 
@@ -94,13 +103,48 @@ def populate(total: int) -> list[int]:
     return campaigns
 
 
+def launch_across_refreshes(client: Client, seconds: float) -> None:
+    names = list(Benchmark.objects.values_list("name", flat=True))
+    started = time.perf_counter()
+    for name in names:
+        benchmark_verdict(name)
+    doctor_s = time.perf_counter() - started
+    for name in names:  # the first verdicts, so that the page shows verdicts, not "being checked"
+        readiness(name)
+    os.environ["RSI_READINESS_TTL_S"] = "1"
+    url = reverse("evaluator:launch")
+    client.get(url)
+    times, verdicts_seen = [], set()
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        assert client.get(url).status_code == 200
+        times.append((time.perf_counter() - start) * 1000)
+        verdicts_seen |= {(name, readiness(name, wait=False).checked_at) for name in names}
+        time.sleep(0.05)
+    os.environ.pop("RSI_READINESS_TTL_S")
+    refreshes = len(verdicts_seen) - len(names)
+    print(f"one round of doctor's checks ({len(names)} benchmarks): {doctor_s * 1000:.0f} ms, what a request waited")
+    report(f"launch page, {refreshes} verdicts refreshed meanwhile", times)
+    print(f"  p95 / one round of checks       {percentile(times, 95) / (doctor_s * 1000):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launch-only", action="store_true", help="only the launch page across readiness refreshes")
+    parser.add_argument("--launch-seconds", type=float, default=30.0)
     parser.add_argument("--attempts", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--episode-steps", type=int, default=250, help="the real episode's length (frames + 1)")
     parser.add_argument("--pace", type=float, default=0.1, help="seconds between a reviewer's frame requests")
     args = parser.parse_args()
+    if args.launch_only:
+        client = Client()
+        client.force_login(get_user_model().objects.create_superuser("bench", password="x"))
+        settle()
+        launch_across_refreshes(client, args.launch_seconds)
+        shutil.rmtree(WORK)
+        return
 
     started = time.perf_counter()
     campaigns = populate(args.attempts)
@@ -155,6 +199,7 @@ def main() -> None:
     report("exact frame, endpoint (640x480)", endpoint)
     report("  vs keyframe decode + Pillow PNG", per_request)
     print(f"  ratio endpoint / decode, p95    {percentile(endpoint, 95) / percentile(per_request, 95):.2f}")
+    launch_across_refreshes(client, args.launch_seconds)
     shutil.rmtree(WORK)
 
 

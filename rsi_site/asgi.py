@@ -8,6 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rsi_site.settings")
 django_asgi_app = get_asgi_application()
 
 from evaluator.execution.media_probe import probe_at_web_startup  # noqa: E402
+from evaluator.readiness.verdicts import check_in_background  # noqa: E402
 from evaluator.running.recovery import reap_periodically, recover_at_startup  # noqa: E402
 
 # This process is the embedded executor's home: close what a killed predecessor left running, and, while it
@@ -16,6 +17,8 @@ recover_at_startup()
 reap_periodically()
 # With Celery workers: record this process's media root for their start-up check.
 probe_at_web_startup()
+# doctor's verdicts, asked in the background from now on: no page waits for them.
+check_in_background()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -3,8 +3,10 @@
 The verdicts are `doctor`'s (evaluator/native/probes.py): real probes in subprocesses, so they take
 seconds. They are kept for RSI_READINESS_TTL_S (default 300 s) per benchmark and per worker
 setting, so that a changed environment (a built SAPIEN venv, another interpreter) is seen
-at the latest after that long, and at once after a restart. With the embedded default the
-executor is this host.
+at the latest after that long, and at once after a restart. A verdict older than that is still answered
+while a background thread asks again: no page waits on doctor. Only the very first verdict of a benchmark
+is waited for, by an action that needs it (Create, Start); a page asks with `wait=False` and says it is
+still being checked. With the embedded default the executor is this host.
 
 With RSI_EXECUTOR=celery the executor is the workers: each checks the benchmarks of its queues as
 it starts (evaluator/execution/tasks.py) and answers the `rsi_readiness` inspect command. A benchmark is
@@ -38,12 +40,14 @@ class Readiness:
     reason: str
     note: str = ""
     checked_at: float = 0.0  # time.time()
+    checking: bool = False  # no verdict yet: the first one is being asked for
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "ready": self.ready, "reason": self.reason, "note": self.note}
 
 
 _cache: dict[tuple, Readiness] = {}
+_refreshing: set[tuple] = set()  # the keys a background thread is asking doctor about now
 _lock = threading.Lock()
 
 
@@ -54,26 +58,52 @@ def _ttl(name: str = "RSI_READINESS_TTL_S", default: float = DEFAULT_TTL_S) -> f
         return default
 
 
-def readiness(benchmark: str) -> Readiness:
+def readiness(benchmark: str, wait: bool = True) -> Readiness:
+    """`wait=False` (pages): never wait for doctor, not even for a benchmark's first verdict."""
     from django.conf import settings
 
     if settings.RSI_EXECUTOR == "celery":
         return _workers_readiness(benchmark)
-    return local_readiness(benchmark)
+    return local_readiness(benchmark, wait)
 
 
-def local_readiness(benchmark: str) -> Readiness:
-    """This host's verdict (doctor's checks), kept RSI_READINESS_TTL_S."""
+def local_readiness(benchmark: str, wait: bool = True) -> Readiness:
+    """This host's verdict (doctor's checks), kept RSI_READINESS_TTL_S; an older one is answered while a background
+    thread asks again. Without any verdict yet: asked here (`wait`), or in the background and answered as being
+    checked (not ready, `checking`)."""
     key = (benchmark, *(os.environ.get(name, "") for name in SETTINGS))
     with _lock:
         cached = _cache.get(key)
         if cached is not None and time.time() - cached.checked_at < _ttl():
             return cached
-    verdict = benchmark_verdict(benchmark)
-    result = Readiness(benchmark, verdict["ready"], verdict["reason"], verdict.get("note", ""), time.time())
-    with _lock:
-        _cache[key] = result
-    return result
+        if cached is not None or not wait:
+            if key not in _refreshing:
+                _refreshing.add(key)
+                threading.Thread(target=_ask, args=(key, benchmark), name="rsi-readiness", daemon=True).start()
+            return cached or Readiness(benchmark, False, "still being checked: reload in a few seconds", checking=True)
+    return _ask(key, benchmark)
+
+
+def check_in_background() -> None:
+    """At the web server's start: ask each benchmark's first verdict in the background, so that the launch page
+    has them when someone opens it."""
+    from evaluator.records.models import Benchmark
+
+    for benchmark in Benchmark.objects.order_by("name").values_list("name", flat=True):
+        readiness(benchmark, wait=False)
+
+
+def _ask(key: tuple, benchmark: str) -> Readiness:
+    """Ask doctor's checks and keep the verdict."""
+    try:
+        verdict = benchmark_verdict(benchmark)
+        result = Readiness(benchmark, verdict["ready"], verdict["reason"], verdict.get("note", ""), time.time())
+        with _lock:
+            _cache[key] = result
+        return result
+    finally:
+        with _lock:
+            _refreshing.discard(key)
 
 
 _workers: tuple[float, dict] | None = None  # (when asked, {worker: {benchmark: verdict}})

@@ -18,12 +18,12 @@ def list_benchmarks(request):
     """Every benchmark, whether it can run here (and why not), its default protocol and its tasks."""
     rows = []
     for benchmark in Benchmark.objects.prefetch_related("tasks").order_by("name"):
-        verdict = readiness(benchmark.name)
+        verdict = readiness(benchmark.name, wait=False)
         rows.append(
             {
                 "name": benchmark.name,
                 "title": benchmark.title,
-                "ready": verdict.ready,
+                "ready": None if verdict.checking else verdict.ready,
                 "readiness": verdict.reason,
                 "default_protocol": configure(benchmark.name).protocol_id if benchmark.name in PROTOCOLS else None,
                 "tasks": [t.name for t in benchmark.tasks.all() if t.in_catalog],

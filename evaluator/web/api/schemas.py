@@ -50,7 +50,7 @@ class TaskOut(Schema):
 class BenchmarkOut(Schema):
     name: str
     title: str
-    ready: bool
+    ready: bool | None = Field(description="null while its first verdict is being checked")
     readiness: str = Field(description="why the benchmark can or cannot run on this deployment")
     default_protocol: str | None
     tasks: list[str]

@@ -47,7 +47,7 @@ def benchmarks(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "benchmark": b,
-            "readiness": readiness(b.name),
+            "readiness": readiness(b.name, wait=False),
             "default_protocol": configure(b.name).protocol_id if b.name in PROTOCOLS else None,
             "tasks": [t for t in b.tasks.all() if t.in_catalog],
         }
@@ -154,7 +154,7 @@ def policy_check(request: HttpRequest) -> HttpResponse:
 
 
 def _readiness_rows() -> list[Readiness]:
-    return [readiness(name) for name in Benchmark.objects.order_by("name").values_list("name", flat=True)]
+    return [readiness(name, wait=False) for name in Benchmark.objects.order_by("name").values_list("name", flat=True)]
 
 
 @login_required
