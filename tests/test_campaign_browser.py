@@ -109,10 +109,17 @@ def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(site, brow
     _fill(page, base, "simple_humanoid")
     row = page.locator('#readiness tr[data-benchmark="simple_humanoid"]')
     assert row.get_attribute("data-ready") == "0" and "RSI_SIMPLE_CHECKOUT is not set" in row.inner_text()
+    # Issue 35, point 7: the benchmark list marks it; its fast mode's seed is filled in; its plan previews, and
+    # only Create is refused, with the reason.
+    assert "(cannot run here)" in page.inner_text('#id_benchmark option[value="simple_humanoid"]')
+    assert page.input_value("#id_seed") == "20260907"
     page.select_option("#id_tasks", ["G1WholebodyBendPickMP-v0"])
     page.fill("#id_policy", "noop")
     page.click("#preview")
-    assert "this executor cannot run simple_humanoid: RSI_SIMPLE_CHECKOUT is not set" in page.inner_text("#form-errors")
+    assert page.locator("#form-errors").count() == 0
+    assert page.inner_text("#resolved-identity").startswith("simple-")
+    refused = page.inner_text("#create-refused")
+    assert "this executor cannot run simple_humanoid: RSI_SIMPLE_CHECKOUT is not set" in refused
     assert page.locator("#create").count() == 0
     assert query(db, "select count(*) from evaluator_campaign") == campaigns
     page.goto(base + "/benchmarks/")

@@ -151,6 +151,34 @@ def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(catalogs):
     assert not Campaign.objects.exists()
 
 
+def test_an_unrunnable_benchmarks_plan_previews_and_only_create_is_refused(operator):
+    """Issue 35, point 7: "Preview always; refuse only Create, with the reason" (the page and the API alike)."""
+    plan = {
+        "benchmark": "simple_humanoid",
+        "policy": "noop",
+        "tasks": ["G1WholebodyBendPickMP-v0"],
+        "seeds": [20260907],
+    }
+    preview = operator.post("/api/v1/campaigns/preview", json.dumps(plan), content_type="application/json")
+    assert preview.status_code == 200
+    reason = "this executor cannot run simple_humanoid: RSI_SIMPLE_CHECKOUT is not set"
+    (refused,) = preview.json()["create_refused"]
+    assert preview.json()["cells"] == 1 and refused.startswith(reason)
+    created = operator.post("/api/v1/campaigns", json.dumps(plan), content_type="application/json")
+    assert created.status_code == 422 and created.json()["reasons"] == [refused]  # the reason the preview gave
+    page = operator.post(
+        reverse("evaluator:launch"),
+        {**LAUNCH, "benchmark": "simple_humanoid", "tasks": [BEND_PICK], "seed": "20260907"},
+    ).content.decode()
+    assert 'id="resolved-identity"' in page and 'id="create-refused"' in page and 'id="create"' not in page
+    page = operator.post(
+        reverse("evaluator:launch"),
+        {**LAUNCH, "benchmark": "simple_humanoid", "tasks": [BEND_PICK], "seed": "20260907", "create": "1"},
+    ).content.decode()
+    assert reason in page and "1 problem to fix" in page
+    assert not Campaign.objects.exists()
+
+
 @pytest.mark.parametrize("seeds", [[0], [20260907, 20260908]])
 def test_simple_humanoids_fast_mode_refuses_any_seed_but_20260907(simple_double, seeds):
     # "Fast mode selects each task once with seed 20260907, DR0 and released episode index 0."
@@ -173,7 +201,7 @@ def test_the_launch_form_names_simple_humanoids_fast_mode_seed(simple_double, op
     page = operator.post(reverse("evaluator:launch"), form).content.decode()
     assert "simple_humanoid&#x27;s fast mode runs each task once with seed 20260907, not seeds [3]" in page
     page = operator.post(reverse("evaluator:launch"), {**form, "seed": "20260907"}).content.decode()
-    assert "fast mode" not in page and "<b>1</b> cells: 1 task × 1 seed" in page
+    assert "not seeds" not in page and "<b>1</b> cells: 1 task × 1 seed" in page
 
 
 def test_a_cell_of_an_unrunnable_benchmark_is_not_started(make_attempt, django_user_model):

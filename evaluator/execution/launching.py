@@ -71,16 +71,17 @@ def check_launch(
     policy: Policy,
     config: ProtocolConfig,
     against: Campaign | None = None,
+    ready: bool = True,
 ) -> list[Task]:
     """Every check of a plan, all of them run: one problem raises its own typed error, several a
     LaunchRefused that holds each. `against`: the baseline of a sequential campaign, which must have run these
-    very cells under this identity."""
+    very cells under this identity. `ready=False` (a preview): whether this executor can run it is not asked."""
     problems = _problems(
         lambda: check_seeds(seeds),
         lambda: load_catalog(benchmark).check_seeds(seeds),
         lambda: check_cell_count(len(task_names), len(seeds)),
     )
-    problems += plan_problems(benchmark, task_names, policy, config)
+    problems += plan_problems(benchmark, task_names, policy, config, ready)
     if against is not None:
         problems += map(LaunchRefused, baseline_problems(against, benchmark, task_names, seeds, config.protocol_id))
     if len(problems) == 1:
@@ -91,8 +92,11 @@ def check_launch(
     return [tasks[n] for n in task_names]
 
 
-def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig) -> list[ProtocolError]:
-    """What is wrong with a plan apart from its seeds (the launch form checks those as a field)."""
+def plan_problems(
+    benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig, ready: bool = True
+) -> list[ProtocolError]:
+    """What is wrong with a plan apart from its seeds (the launch form checks those as a field); with `ready`,
+    whether this executor can run it too (Create asks; a preview shows the plan of a benchmark it cannot run)."""
     if config.benchmark != benchmark:
         return [LaunchRefused(f"the configuration is for {config.benchmark}, not {benchmark}")]
     problems: list[ProtocolError] = []
@@ -123,7 +127,7 @@ def plan_problems(benchmark: str, task_names: list[str], policy: Policy, config:
     missing = [n for n in task_names if n not in loaded and n in catalog.tasks]
     if missing:
         problems.append(LaunchRefused(f"catalog not loaded for {', '.join(missing)}: run manage.py load_catalogs"))
-    return problems + _problems(lambda: check_ready(benchmark))
+    return problems + (_problems(lambda: check_ready(benchmark)) if ready else [])
 
 
 def _policy_fits(policy: Policy, config: ProtocolConfig, tasks: list) -> None:
@@ -208,13 +212,17 @@ def do_launch_campaign(
     return campaign
 
 
-def check_full_launch(protocol: str, families: Sequence[str], policy: Policy, config: ProtocolConfig):
-    """The cells of a full campaign's plan, or the typed errors of every check that refuses."""
+def check_full_launch(
+    protocol: str, families: Sequence[str], policy: Policy, config: ProtocolConfig, ready: bool = True
+):
+    """The cells of a full campaign's plan, or the typed errors of every check that refuses (`ready`: as
+    check_launch's)."""
     matrix = load_matrix(protocol)
     cells = matrix.subset(list(families)) if families else matrix.cells
     if (config.full_protocol, config.matrix_sha) != (protocol, matrix.sha256[:12]):
         raise LaunchRefused(f"the configuration {config.protocol_id} is not {protocol} over this matrix data")
-    check_launch("simpler_env", list(dict.fromkeys(cell.task for cell in cells)), [cells[0].seed], policy, config)
+    tasks = list(dict.fromkeys(cell.task for cell in cells))
+    check_launch("simpler_env", tasks, [cells[0].seed], policy, config, ready=ready)
     return matrix, cells
 
 

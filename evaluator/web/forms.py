@@ -24,6 +24,7 @@ from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTIO
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, LEVEL_RANGE, MARGIN_RANGE
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
+from evaluator.readiness.verdicts import check_media_space, readiness
 from evaluator.records.models import Benchmark, Campaign, Policy, Task
 from evaluator.records.sequential import baseline_problems
 
@@ -41,7 +42,8 @@ class LaunchForm(forms.Form):
     all_tasks = forms.BooleanField(required=False, label="all tasks", help_text="Every task of the benchmark's scope.")
     seed = forms.IntegerField(
         label="base reset seed",
-        help_text="The first seed; a whole number in [0, 2**32).",
+        help_text="The first seed; a whole number in [0, 2**32). A benchmark whose fast mode fixes it (SIMPLE: each "
+        "task once, seed 20260907) fills it in when chosen.",
         error_messages={"invalid": "the reset seed must be a whole number in [0, 2**32)"},
     )
     repeats = forms.IntegerField(
@@ -107,7 +109,7 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["benchmark"].choices = [(b.name, b.title) for b in Benchmark.objects.all()]
+        self.fields["benchmark"].choices = [(b.name, _benchmark_label(b)) for b in Benchmark.objects.all()]
         groups: dict[str, list] = {}
         for task in Task.objects.filter(in_catalog=True).select_related("benchmark"):
             groups.setdefault(task.benchmark.name, []).append((task.name, task.name))
@@ -158,6 +160,7 @@ class LaunchForm(forms.Form):
             "cells": len(data["tasks"]) * len(data["seeds"]),
             "full": data.get("full_plan"),
             "sequential": _sequential_preview(data),
+            "create_refused": create_refused(data["config"].benchmark),
         }
 
     def clean_seed(self) -> int:
@@ -201,7 +204,8 @@ class LaunchForm(forms.Form):
                     except ProtocolError as exc:
                         problems.append(str(exc))
             if "policy" in data:
-                problems += map(str, plan_problems(config.benchmark, tasks, policy_record(data["policy"]), config))
+                policy = policy_record(data["policy"])
+                problems += map(str, plan_problems(config.benchmark, tasks, policy, config, ready=False))
             if data.get("baseline") and seeds is not None:
                 problems += baseline_problems(data["baseline"], config.benchmark, tasks, seeds, config.protocol_id)
         for problem in dict.fromkeys(problems):
@@ -213,7 +217,8 @@ class LaunchForm(forms.Form):
         """A full matrix: its cells replace the tasks and seeds; Create runs the same checks (check_full_launch)."""
         if config is not None and "policy" in data:
             try:
-                matrix, cells = check_full_launch(data["full"], data["families"], policy_record(data["policy"]), config)
+                policy = policy_record(data["policy"])
+                matrix, cells = check_full_launch(data["full"], data["families"], policy, config, ready=False)
             except (LaunchRefused, ProtocolError) as exc:
                 problems += getattr(exc, "problems", None) or [str(exc)]
             else:
@@ -290,6 +295,22 @@ PROTOCOL_SETTINGS = (
 CONFIG_FIELDS = ("benchmark", *PROTOCOL_SETTINGS, "full")
 
 
+def create_refused(benchmark: str) -> list[str]:
+    """Why Create would be refused though the plan is sound: this executor cannot run the benchmark (the verdict
+    kept now, never waited for), or the media root is too full. Empty: Create may go ahead."""
+    problems = []
+    verdict = readiness(benchmark, wait=False)
+    if verdict.checking:
+        problems.append(f"whether this executor can run {benchmark} is being checked: preview again in a moment")
+    elif not verdict.ready:
+        problems.append(f"this executor cannot run {benchmark}: {verdict.reason}")
+    try:
+        check_media_space()
+    except ProtocolError as exc:
+        problems.append(str(exc))
+    return problems
+
+
 def _sequential_preview(data: dict) -> dict | None:
     baseline = data.get("baseline")
     if baseline is None:
@@ -329,6 +350,23 @@ def _budgets(config: ProtocolConfig, tasks: list[str]) -> list[tuple]:
             calls = full_chunk_calls(budget.evaluation_horizon, budget.replan_interval)
             rows.append((name, budget, calls, budget.reaches(budget.evaluation_horizon)))
     return rows
+
+
+def _benchmark_label(benchmark: Benchmark) -> str:
+    """The benchmark's title, marked when this executor cannot run it (its plans still preview)."""
+    verdict = readiness(benchmark.name, wait=False)
+    return benchmark.title if verdict.ready or verdict.checking else f"{benchmark.title} (cannot run here)"
+
+
+def fast_mode_seeds() -> dict[str, int]:
+    """The benchmarks whose fast mode fixes the reset seed (SIMPLE: each task once with seed 20260907): the
+    launch page puts that seed in the form when one of them is chosen."""
+    seeds = {}
+    for name in Benchmark.objects.values_list("name", flat=True):
+        fast = load_catalog(name).settings.get("fast_mode") if name in PROTOCOLS else None
+        if fast is not None:
+            seeds[name] = fast["seed"]
+    return seeds
 
 
 def _options(values: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -24,7 +24,14 @@
   function allTasks() {
     if (all) tasks.disabled = all.checked;
   }
+  // A benchmark whose fast mode fixes the seed (SIMPLE) gets that seed; another one keeps what was typed.
+  const fastSeeds = JSON.parse(document.getElementById("fast-seeds").textContent);
+  const seed = document.getElementById("id_seed");
+  function fastSeed() {
+    if (seed && benchmark.value in fastSeeds) seed.value = fastSeeds[benchmark.value];
+  }
   benchmark.addEventListener("change", follow);
+  benchmark.addEventListener("change", fastSeed);
   if (all) all.addEventListener("change", allTasks);
   follow();
   allTasks();

@@ -141,6 +141,7 @@ def preview_campaign(request, plan: LaunchIn):
         ],
         "full_plan": preview["full"],
         "sequential": preview["sequential"],
+        "create_refused": preview["create_refused"],
     }
 
 

@@ -108,6 +108,9 @@ class PreviewOut(Schema):
     budgets: list[BudgetOut]
     full_plan: dict | None = None
     sequential: dict | None = Field(None, description="against a baseline: its id, the level and the margin")
+    create_refused: list[str] = Field(
+        default_factory=list, description="why Create would be refused though the plan is sound (this executor)"
+    )
 
 
 class SequentialOut(Schema):

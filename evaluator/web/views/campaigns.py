@@ -26,7 +26,7 @@ from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.registry import PROTOCOLS
-from evaluator.readiness.verdicts import Readiness, readiness
+from evaluator.readiness.verdicts import readiness
 from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.records.queries import (
     campaign_cells,
@@ -35,7 +35,7 @@ from evaluator.records.queries import (
 )
 from evaluator.records.sequential import sequential_state_of
 from evaluator.web.access import require
-from evaluator.web.forms import LaunchForm
+from evaluator.web.forms import LaunchForm, fast_mode_seeds
 from evaluator.web.views.common import PAGE_SIZE, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
@@ -116,11 +116,7 @@ def launch(request: HttpRequest) -> HttpResponse:
                 return redirect("evaluator:campaign", campaign.pk)
         if form.is_valid():
             preview = form.preview()
-    return render(
-        request,
-        "evaluator/launch.html",
-        {"form": form, "preview": preview, "readiness": _readiness_rows()},
-    )
+    return render(request, "evaluator/launch.html", _launch_context(form, preview=preview))
 
 
 @login_required
@@ -146,15 +142,21 @@ def policy_check(request: HttpRequest) -> HttpResponse:
     form = LaunchForm(
         initial={**fields.dict(), "tasks": fields.getlist("tasks"), "families": fields.getlist("families")}
     )
-    return render(
-        request,
-        "evaluator/launch.html",
-        {"form": form, "preview": None, "readiness": _readiness_rows(), "check": check, "check_refused": refused},
-    )
+    return render(request, "evaluator/launch.html", _launch_context(form, check=check, check_refused=refused))
 
 
-def _readiness_rows() -> list[Readiness]:
-    return [readiness(name, wait=False) for name in Benchmark.objects.order_by("name").values_list("name", flat=True)]
+def _launch_context(form: LaunchForm, **extra) -> dict:
+    """What the launch page shows around its form: the readiness table, the fast-mode seeds, the problem count."""
+    names = Benchmark.objects.order_by("name").values_list("name", flat=True)
+    problems = sum(len(messages) for messages in form.errors.values()) if form.is_bound else 0
+    return {
+        "form": form,
+        "preview": None,
+        "readiness": [readiness(name, wait=False) for name in names],
+        "fast_seeds": fast_mode_seeds(),
+        "problem_count": problems,
+        **extra,
+    }
 
 
 @login_required
