@@ -51,6 +51,12 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     page.wait_for_selector("#start-all")
     assert page.locator(".cell[data-status=pending]").count() == 2
     shot(page, "campaign-pending")
+    # Issue 35, point 4: a review page opened before the attempt ends is no dead end: it says what is happening,
+    # links to the live view, and shows the evidence once the attempt has ended.
+    (first_cell,) = query(db, "select min(id) from evaluator_attempt")[0]
+    early = page.context.new_page()
+    early.goto(f"{base}/attempts/{first_cell}/")
+    assert "pending" in early.inner_text("#unfinished") and early.locator("#verify-hashes").count() == 0
 
     # "no 404 in the console during a campaign run" (issue 35, point 2): no picture is asked before it exists.
     missing = []
@@ -59,6 +65,9 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     wait_until(page, "document.querySelectorAll('.cell[data-status=finished]').length === 2", timeout=180)
     assert missing == []
     assert page.inner_text("#progress") == "2/2 cells finished"
+    early.wait_for_selector("#review[data-ready='1']", timeout=30_000)  # followed it to its end, by itself
+    assert early.locator("#verify-hashes").count() == 1
+    early.close()
     assert page.locator(".cell[data-outcome=success]").count() >= 1
     assert "2/2" in page.inner_text("#aggregates")
     shot(page, "campaign-finished")

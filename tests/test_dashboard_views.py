@@ -363,6 +363,19 @@ def test_a_cell_without_a_picture_yet_says_what_is_coming_and_asks_for_none(admi
     assert "Not started yet: the picture comes with the episode's first observation." in live
 
 
+def test_a_running_attempts_review_page_leads_to_the_live_view_and_follows_it(admin_client, make_attempt):
+    """Issue 35, point 4: "A running attempt's review page is a dead end ... link to the live view, follow the
+    attempt, and show it when it ends"."""
+    from evaluator.records.models import Attempt
+
+    running = make_attempt("reach", benchmark="fetch")
+    Attempt.objects.filter(pk=running.pk).update(status="running")
+    page = admin_client.get(reverse("evaluator:review", args=[running.pk])).content.decode()
+    assert f'<a href="{reverse("evaluator:live", args=[running.pk])}" id="watch-live">watch it live</a>' in page
+    assert f'data-follow="/api/v1/attempts/{running.pk}"' in page and "rsi/follow.js" in page
+    assert 'id="verify-hashes"' not in page and "No video yet" not in page
+
+
 def test_a_finished_attempts_live_page_sends_the_viewer_to_its_review(admin_client, finished):
     response = admin_client.get(reverse("evaluator:live", args=[finished.pk]))
     assert response.status_code == 302 and response.url == reverse("evaluator:review", args=[finished.pk])
