@@ -91,7 +91,7 @@ def test_the_preview_refuses_what_create_refuses_with_every_problem(site, browse
     page.fill("#id_max_policy_calls", "1000000000")
     page.click("#preview")
     errors = page.inner_text("#form-errors")
-    assert "seed 4 is listed twice" in errors and "max_policy_calls must be at most 10000" in errors
+    assert "seed 4 is listed twice" in errors and "max policy calls (C or D) must be at most 10000" in errors
     assert page.locator("#create").count() == 0 and page.locator("#resolved-identity").count() == 0
     page.fill("#id_max_policy_calls", "10")
     page.click("#preview")

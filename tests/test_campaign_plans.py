@@ -272,7 +272,7 @@ def test_the_form_shows_every_problem_at_once(operator):
     )
     page = response.content.decode().replace("&#x27;", "'")
     assert "seed 1 is listed twice" in page
-    assert "max_policy_calls must be at most 10000" in page
+    assert "max policy calls (C or D) must be at most 10000" in page  # the page says it with the form's label
     response = operator.post(
         reverse("evaluator:launch"),
         {**LAUNCH, "tasks": ["reach", "widowx_spoon_on_towel"], "policy": "fetch-oracle", "seed_list": "1, 1"},

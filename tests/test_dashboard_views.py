@@ -62,9 +62,9 @@ def test_creating_a_campaign_freezes_its_plan_with_pending_cells(operator):
     [
         ({"tasks": ["fold_towel"]}, "unknown task fold_towel"),
         ({"tasks": ["widowx_spoon_on_towel"]}, "fetch has no task"),
-        ({"budget_mode": "decisions", "max_policy_calls": "0"}, "max_policy_calls must be at least 1"),
-        ({"budget_mode": "decisions", "horizon_multiplier": "3"}, "horizon_multiplier must be 1 or 2"),
-        ({"budget_mode": "decisions", "horizon_multiplier": "2"}, "cannot be combined with budget_mode=decisions"),
+        ({"budget_mode": "decisions", "max_policy_calls": "0"}, "max policy calls (C or D) must be at least 1"),
+        ({"budget_mode": "decisions", "horizon_multiplier": "3"}, "horizon multiplier must be 1 or 2"),
+        ({"budget_mode": "decisions", "horizon_multiplier": "2"}, "cannot be combined with budget mode=decisions"),
         ({"seed": "-1"}, "the reset seed must be in [0, 2**32), got -1"),
         ({"seed": str(2**32)}, "the reset seed must be in [0, 2**32), got 4294967296"),
         ({"seed": "abc"}, "the reset seed must be a whole number"),
@@ -84,7 +84,7 @@ def test_bad_input_gets_a_clear_message_and_creates_nothing(operator, change, me
     "change, message",
     [
         ({"policy": "fetch-oracle"}, "reads privileged state"),
-        ({"budget_mode": "decisions", "max_policy_calls": "1000000000"}, "max_policy_calls must be at most 10000"),
+        ({"budget_mode": "decisions", "max_policy_calls": "1000000000"}, "(C or D) must be at most 10000"),
         ({"policy": "http://127.0.0.1:9/act?timeout_s=nan"}, "must be a finite number"),
     ],
 )
@@ -396,6 +396,20 @@ def test_the_campaign_page_names_the_host_or_queue_of_each_cell(admin_client, ma
     Attempt.objects.filter(pk=running.pk).update(status="queued", runner="broker:rsi.fetch")
     page = admin_client.get(reverse("evaluator:campaign", args=[running.campaign_id])).content.decode()
     assert "queued on rsi.fetch" in page
+
+
+def test_the_campaign_page_says_it_in_the_users_words(admin_client, make_attempt):
+    """Issue 35, point 12: no `success_rate (over completed)`, no "fast mode", no "on vm" on cells this very host
+    runs (the embedded executor): protocol terms stay in tooltips."""
+    import socket
+
+    here = make_attempt("reach", benchmark="fetch", runner=f"{socket.gethostname()}:4242:1234567")
+    page = admin_client.get(reverse("evaluator:campaign", args=[here.campaign_id])).content.decode()
+    assert "success_rate (over completed)" not in page and "attempt_success_rate (over attempts)" not in page
+    assert "Success rate <small>of completed episodes</small>" in page
+    assert "the protocol&#x27;s attempt_success_rate" in page or "the protocol's attempt_success_rate" in page
+    assert "fast mode" not in page and "chosen tasks and seeds" in page
+    assert 'class="runner-host"' not in page
 
 
 def _select(page: str, field: str) -> str:

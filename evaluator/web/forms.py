@@ -296,13 +296,12 @@ CONFIG_FIELDS = ("benchmark", *PROTOCOL_SETTINGS, "full")
 
 
 def create_refused(benchmark: str) -> list[str]:
-    """Why Create would be refused though the plan is sound: this executor cannot run the benchmark (the verdict
-    kept now, never waited for), or the media root is too full. Empty: Create may go ahead."""
+    """Why Create would be refused though the plan is sound: this executor cannot run the benchmark (the verdict kept
+    now; waited for only when there has never been one, which the server asks for as it starts), or the media root
+    is too full. Empty: Create may go ahead."""
     problems = []
-    verdict = readiness(benchmark, wait=False)
-    if verdict.checking:
-        problems.append(f"whether this executor can run {benchmark} is being checked: preview again in a moment")
-    elif not verdict.ready:
+    verdict = readiness(benchmark)
+    if not verdict.ready:
         problems.append(f"this executor cannot run {benchmark}: {verdict.reason}")
     try:
         check_media_space()

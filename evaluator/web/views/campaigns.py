@@ -3,6 +3,8 @@ and exporting them. Every view checks its permission; forms carry CSRF."""
 
 from __future__ import annotations
 
+import re
+import socket
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -11,6 +13,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from evaluator.execution.launching import (
@@ -35,7 +38,7 @@ from evaluator.records.queries import (
 )
 from evaluator.records.sequential import sequential_state_of
 from evaluator.web.access import require
-from evaluator.web.forms import LaunchForm, fast_mode_seeds
+from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds
 from evaluator.web.views.common import PAGE_SIZE, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
@@ -148,15 +151,26 @@ def policy_check(request: HttpRequest) -> HttpResponse:
 def _launch_context(form: LaunchForm, **extra) -> dict:
     """What the launch page shows around its form: the readiness table, the fast-mode seeds, the problem count."""
     names = Benchmark.objects.order_by("name").values_list("name", flat=True)
-    problems = sum(len(messages) for messages in form.errors.values()) if form.is_bound else 0
+    problems = []
+    if form.is_bound:
+        problems = [in_labels(form, message) for message in form.non_field_errors()]
+        problems += [f"{capfirst(field.label)}: {message}" for field in form for message in field.errors]
     return {
         "form": form,
         "preview": None,
         "readiness": [readiness(name, wait=False) for name in names],
         "fast_seeds": fast_mode_seeds(),
-        "problem_count": problems,
+        "problems": problems,
         **extra,
     }
+
+
+def in_labels(form: LaunchForm, message: str) -> str:
+    """A protocol message in the page's words: the option names it uses (max_policy_calls) as the form labels them
+    (max policy calls (C or D)). The API keeps the names, which are its fields."""
+    for name in PROTOCOL_SETTINGS:
+        message = re.sub(rf"\b{name}\b", str(form.fields[name].label or name.replace("_", " ")), message)
+    return message
 
 
 @login_required
@@ -209,6 +223,8 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "sequential": sequential,
             "chart": sequence_chart(sequential) if sequential else None,
             "not_run": report.overall.not_run,
+            # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
+            "web_host": socket.gethostname(),
         },
     )
 
