@@ -265,6 +265,13 @@ def test_a_campaign_exports_its_plan_aggregates_and_attempts(admin_client, finis
         )
     )
     assert rows[0]["termination_reason"] == "call_budget"
+    # Issue 35, point 14: "exports lack duration and start time though the table shows them"
+    attempt = Attempt.objects.get(pk=finished.pk)
+    assert rows[0]["started_at"] == attempt.started_at.isoformat()
+    assert float(rows[0]["duration_s"]) == pytest.approx(attempt.duration_s, abs=0.001) and attempt.duration_s > 0
+    assert data["attempts"][0]["campaign_name"] == attempt.campaign.name
+    page = admin_client.get(reverse("evaluator:attempts")).content.decode()
+    assert f'<span class="small muted">{attempt.campaign.name}</span>' in page  # the campaign by name, not a bare id
 
 
 def test_a_rerun_is_a_new_pending_attempt_and_both_stay_visible(operator, finished):

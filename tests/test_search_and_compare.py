@@ -52,7 +52,8 @@ def test_the_run_table_has_campaign_and_duration_columns(admin_client, two_runs)
     short, _ = two_runs
     page = admin_client.get(reverse("evaluator:attempts")).content.decode()
     assert 'id="sort-campaign"' in page and 'id="sort-duration"' in page
-    assert f'<a href="{reverse("evaluator:campaign", args=[short.campaign_id])}">{short.campaign_id}</a>' in page
+    link = reverse("evaluator:campaign", args=[short.campaign_id])
+    assert f'<a href="{link}" title="{short.campaign.name}">{short.campaign_id}</a>' in page
     assert f'<td class="duration">{short.duration_s:.1f} s</td>' in page
 
 

@@ -195,6 +195,7 @@ class AttemptRowOut(Schema):
 
     attempt: int
     campaign: int
+    campaign_name: str
     benchmark: str
     task: str
     protocol_id: str
@@ -218,7 +219,9 @@ class AttemptRowOut(Schema):
     success_at_2H: bool | None
     autonomous: bool
     created_at: datetime
+    started_at: datetime | None
     finished_at: datetime | None
+    duration_s: float | None = Field(description="seconds from start to finish, as the run table shows")
     url: str
 
 

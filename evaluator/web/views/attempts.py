@@ -96,6 +96,7 @@ def _without(request: HttpRequest, *keys: str) -> str:
 EXPORT_COLUMNS = (
     "attempt",
     "campaign",
+    "campaign_name",
     "benchmark",
     "task",
     "protocol_id",
@@ -119,7 +120,9 @@ EXPORT_COLUMNS = (
     "success_at_2H",
     "autonomous",
     "created_at",
+    "started_at",
     "finished_at",
+    "duration_s",
 )
 
 
@@ -128,6 +131,7 @@ def export_row(a: Attempt) -> dict:
     return {
         "attempt": a.pk,
         "campaign": a.campaign_id,
+        "campaign_name": a.campaign.name,
         "benchmark": a.task.benchmark.name,
         "task": a.task.name,
         "protocol_id": a.campaign.protocol.protocol_id,
@@ -151,7 +155,9 @@ def export_row(a: Attempt) -> dict:
         "success_at_2H": a.success_at_2h,
         "autonomous": a.autonomous,
         "created_at": a.created_at.isoformat(),
+        "started_at": a.started_at.isoformat() if a.started_at else None,
         "finished_at": a.finished_at.isoformat() if a.finished_at else None,
+        "duration_s": None if a.duration_s is None else round(a.duration_s, 3),
     }
 
 
