@@ -419,6 +419,21 @@ def test_the_campaign_page_says_it_in_the_users_words(admin_client, make_attempt
     assert 'class="runner-host"' not in page
 
 
+def test_an_attempt_a_human_stopped_says_so_wherever_its_outcome_is_shown(admin_client, make_attempt):
+    """Issue 35, point 12: "a human-stopped attempt shown as `task_failure`"."""
+    from tests.records import finish_cell
+
+    stopped = make_attempt("reach", benchmark="fetch")
+    Attempt.objects.filter(pk=stopped.pk).update(termination_reason="human_stop")  # before it is finished: final
+    finish_cell(stopped, "task_failure", autonomous=False)
+    for page in (
+        admin_client.get(reverse("evaluator:review", args=[stopped.pk])),
+        admin_client.get(reverse("evaluator:campaign", args=[stopped.campaign_id])),
+        admin_client.get(reverse("evaluator:attempts")),
+    ):
+        assert "task failure (stopped by a human)" in page.content.decode()
+
+
 def _select(page: str, field: str) -> str:
     start = page.index(f'id="id_{field}"')
     return page[start : page.index("</select>", start)]

@@ -106,6 +106,15 @@ class Attempt(models.Model):
         return self.status == self.Status.FINISHED
 
     @property
+    def outcome_label(self) -> str:
+        """The outcome in words, and how a human ended it: a stop by an intervener is scored a task failure (and the
+        attempt is non-autonomous), which the pages say ("" until it has finished)."""
+        label = self.outcome.replace("_", " ")
+        if self.termination_reason == TerminationReason.HUMAN_STOP.value:
+            return f"{label} (stopped by a human)"
+        return label
+
+    @property
     def runner_host(self) -> str:
         """Where it runs or ran: a host name, or the broker queue that holds it ("" before it is started)."""
         return runner_host(self.runner)
