@@ -17,6 +17,7 @@ until one starts). Those answers are kept RSI_WORKER_READINESS_TTL_S (default 30
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -28,6 +29,7 @@ from evaluator.native.backends import benchmark_verdict
 from evaluator.protocol.errors import LaunchRefused
 from evaluator.records.runners import queue_name
 
+log = logging.getLogger(__name__)
 DEFAULT_TTL_S = 300.0
 # What a verdict depends on, besides the host itself.
 SETTINGS = ("RSI_FETCH_PYTHON", "MUJOCO_GL", "RSI_SAPIEN_PYTHON", "RSI_VULKAN_LAYER", "PYTHONPATH")
@@ -84,13 +86,27 @@ def local_readiness(benchmark: str, wait: bool = True) -> Readiness:
     return _ask(key, benchmark)
 
 
-def check_in_background() -> None:
+def check_in_background() -> threading.Thread:
     """At the web server's start: ask each benchmark's first verdict in the background, so that the launch page
-    has them when someone opens it."""
+    has them when someone opens it. Everything, the list of benchmarks included, happens on that thread: the
+    server may be starting inside an event loop."""
+    thread = threading.Thread(target=_check_every_benchmark, name="rsi-readiness", daemon=True)
+    thread.start()
+    return thread
+
+
+def _check_every_benchmark() -> None:
+    from django.db import DatabaseError, connection
+
     from evaluator.records.models import Benchmark
 
-    for benchmark in Benchmark.objects.order_by("name").values_list("name", flat=True):
-        readiness(benchmark, wait=False)
+    try:
+        for benchmark in Benchmark.objects.order_by("name").values_list("name", flat=True):
+            readiness(benchmark, wait=False)
+    except DatabaseError as exc:  # a database not set up yet: the pages ask when they are first opened
+        log.warning("readiness not checked at start-up: %s", exc)
+    finally:
+        connection.close()
 
 
 def _ask(key: tuple, benchmark: str) -> Readiness:
