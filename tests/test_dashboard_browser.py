@@ -229,6 +229,13 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
         page.keyboard.press(key)
     wait_until(page, f"Number(document.getElementById('live').dataset.step) >= {taken_at + 5}", timeout=30)
     assert "(human)" in page.inner_text("#live-action")
+    # Issue 35, point 5: a rejected action is logged once, and the status never says it was accepted.
+    page.fill("#manual input >> nth=0", "2")  # outside the contract's [-1, 1]
+    page.click("#btn-send")
+    wait_until(page, "document.getElementById('live-log').textContent.includes('your action rejected')")
+    assert page.inner_text("#live-message").startswith("action sent: the episode checks it")
+    assert sum("rejected" in line for line in page.locator("#live-log li").all_inner_texts()) == 1
+    assert "hand control back to the policy" in page.get_attribute("#btn-release", "title")
     shot(page, "live-taken-over")
     page.click("#btn-stop")
     wait_until(page, "document.getElementById('live').dataset.finished === '1'", timeout=30)
@@ -250,10 +257,13 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     assert human == 5
     chunks = query(
         db,
-        "select accepted_chunk from evaluator_decision where attempt_id = ? and actor = 'human' order by id",
+        "select accepted_chunk from evaluator_decision where attempt_id = ? and actor = 'human' and executed = 1 "
+        "order by id",
         attempt_id,
     )
     assert [json.loads(chunk)[0][-1] for (chunk,) in chunks] == [1, 1, 1, -1, 1]
+    rejected = "select count(*) from evaluator_decision where attempt_id = ? and actor = 'human' and kind = 'rejected'"
+    assert query(db, rejected, attempt_id)[0][0] == 1
     kinds = [
         k for (k,) in query(db, "select kind from evaluator_intervention where attempt_id = ? order by id", attempt_id)
     ]
@@ -263,7 +273,7 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     page.wait_for_selector("#review[data-ready='1']")
     assert page.is_visible("#non-autonomous")
     assert page.locator("#timeline .intervention-mark").count() == 2
-    assert page.locator("#timeline .decision.human").count() == 5
+    assert page.locator("#timeline .decision.human").count() == 6  # five executed, and the rejected one
     step = query(
         db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'", attempt_id
     )[0][0]

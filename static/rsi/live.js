@@ -115,8 +115,10 @@
       if (e.intervention === "take_over") takenOver = true;
       if (e.intervention === "release") takenOver = false;
       buttons();
-    } else if (e.kind === "human_action_rejected" || e.kind === "rejected") {
-      log(`rejected: ${e.message || (e.violation && e.violation.message)}`, e.seq);
+    } else if (e.kind === "rejected") {
+      // One line per rejected decision (the episode also says so to the runner's control: not logged again).
+      const what = e.actor === "human" ? "your action" : "the policy's reply";
+      log(`decision #${e.decision}: ${what} rejected: ${e.violation && e.violation.message}`, e.seq);
     } else if (e.kind === "hold_expired") {
       log(`held longer than ${e.max_hold_s} s: the attempt stops`, e.seq);
     } else if (e.kind === "finished") {
@@ -143,7 +145,9 @@
       }
       else if (data.type === "events") data.events.forEach(event);
       else if (data.type === "refused") $("live-message").textContent = `refused ${data.kind}: ${data.reason}`;
-      else if (data.type === "accepted") $("live-message").textContent = `${data.event.intervention || "action"} accepted`;
+      // An intervention takes effect when accepted; an action is only handed over: the episode checks it, and a
+      // rejection comes back as an event.
+      else if (data.type === "accepted") $("live-message").textContent = data.event.intervention !== "action" ? `${data.event.intervention} accepted` : "action sent: the episode checks it before executing it";
       return;
     }
     const view = new DataView(message.data);
