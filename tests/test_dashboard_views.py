@@ -274,15 +274,24 @@ def test_a_campaign_exports_its_plan_aggregates_and_attempts(admin_client, finis
     assert f'<span class="small muted">{attempt.campaign.name}</span>' in page  # the campaign by name, not a bare id
 
 
-def test_a_rerun_is_a_new_pending_attempt_and_both_stay_visible(operator, finished):
-    response = operator.post(reverse("evaluator:rerun_attempt", args=[finished.pk]))
+def test_a_rerun_is_a_new_attempt_queued_at_once_and_both_stay_visible(
+    operator, finished, monkeypatch, django_capture_on_commit_callbacks
+):
+    # Issue 35, point 14: "a re-run needs a second click": the re-run's own click queues it.
+    from evaluator.execution import executor
+
+    submitted = []
+    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append(attempt_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator.post(reverse("evaluator:rerun_attempt", args=[finished.pk]))
     assert response.status_code == 302
     rerun = Attempt.objects.get(rerun_of=finished)
-    assert rerun.status == "pending" and Attempt.objects.get(pk=finished.pk).status == "finished"
+    assert rerun.status == "queued" and submitted == [rerun.pk]
+    assert Attempt.objects.get(pk=finished.pk).status == "finished"
     page = operator.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
     assert f"#{finished.pk}" in page and "Separately authorized re-runs" in page
     assert operator.post(reverse("evaluator:rerun_attempt", args=[rerun.pk])).status_code == 302
-    assert Attempt.objects.filter(rerun_of=rerun).count() == 0  # a pending attempt cannot be re-run
+    assert Attempt.objects.filter(rerun_of=rerun).count() == 0  # an unfinished attempt cannot be re-run
 
 
 def test_starting_a_cell_queues_it_once_after_commit(

@@ -16,10 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluator.execution.launching import (
-    do_rerun,
-    do_start_replay,
-)
+from evaluator.execution.launching import do_rerun, do_start_attempts, do_start_replay
 from evaluator.exports.media import OPEN_VIDEOS, EvidenceAltered, FrameIndex, ranged_file_response, read_frame_index
 from evaluator.live.hub import hub
 from evaluator.protocol.errors import ProtocolError
@@ -38,10 +35,12 @@ def rerun_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
     attempt = get_object_or_404(Attempt.objects.select_related("campaign__policy", "task"), pk=attempt_id)
     try:
         rerun = do_rerun(request.user, attempt)
+        # The click is the separate authorization a re-run needs: it is queued at once, not left for a second one.
+        do_start_attempts(request.user, [rerun])
     except ProtocolError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Re-run {rerun.pk} of attempt {attempt.pk} is pending: start it explicitly.")
+        messages.success(request, f"Re-run {rerun.pk} of attempt {attempt.pk} is queued; the original stays as it is.")
     return redirect("evaluator:campaign", attempt.campaign_id)
 
 
