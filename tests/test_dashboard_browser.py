@@ -274,6 +274,9 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     assert page.is_visible("#non-autonomous")
     assert page.locator("#timeline .intervention-mark").count() == 2
     assert page.locator("#timeline .decision.human").count() == 6  # five executed, and the rejected one
+    # Issue 35, point 5: the record says whose rejections it counts ("0 rejected" beside a rejected call was wrong).
+    record = page.inner_text("#record")
+    assert "0 policy replies rejected" in record and "1 human action rejected" in record
     step = query(
         db, "select step_index from evaluator_intervention where attempt_id = ? and kind = 'take_over'", attempt_id
     )[0][0]

@@ -85,6 +85,8 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "speeds": PLAYBACK_SPEEDS,
             "replays": _replays(attempt),
+            # The record's rejected_calls counts the policy's; a human's rejected actions are said apart.
+            "human_rejected": attempt.decisions.filter(actor="human", kind="rejected").count(),
         },
     )
 
