@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.browser import logged_in, query, shot, wait_until
+from tests.servers.browser import VISIBLE_TASKS, choose_tasks, logged_in, query, shot, wait_until
 from tests.servers.site import daphne_site
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
@@ -31,12 +31,10 @@ def test_a_three_seed_four_task_campaign_is_created_started_and_aggregated_in_pl
     page = logged_in(browser, base, "olga")
     _fill(page, base)
     # "The task list follows the chosen benchmark, with 'all tasks'."
-    visible = page.evaluate(
-        "Array.from(document.querySelectorAll('#id_tasks optgroup')).filter(g => !g.hidden).map(g => g.label)"
-    )
-    assert visible == ["fetch"]
+    # Issue 35, point 6: one checkbox per task of the chosen benchmark, no Ctrl-click.
+    assert page.evaluate(VISIBLE_TASKS) == ["pick_and_place", "push", "reach", "slide"]
     page.check("#id_all_tasks")
-    assert page.is_disabled("#id_tasks")
+    assert page.is_disabled('#id_tasks input[value="reach"]')
     page.fill("#id_seed", "20")
     page.fill("#id_repeats", "3")
     page.fill("#id_policy", "noop")
@@ -84,7 +82,7 @@ def test_the_preview_refuses_what_create_refuses_with_every_problem(site, browse
     page = logged_in(browser, base, "olga")
     campaigns = query(db, "select count(*) from evaluator_campaign")
     _fill(page, base)
-    page.select_option("#id_tasks", ["reach"])
+    choose_tasks(page, ["reach"])
     page.fill("#id_policy", "fetch-oracle")  # reads privileged state: refused under the RGB track
     page.fill("#id_seed_list", "4, 4")
     page.select_option("#id_budget_mode", "decisions")
@@ -113,7 +111,7 @@ def test_an_unrunnable_benchmark_is_refused_at_launch_with_its_reason(site, brow
     # only Create is refused, with the reason.
     assert "(cannot run here)" in page.inner_text('#id_benchmark option[value="simple_humanoid"]')
     assert page.input_value("#id_seed") == "20260907"
-    page.select_option("#id_tasks", ["G1WholebodyBendPickMP-v0"])
+    choose_tasks(page, ["G1WholebodyBendPickMP-v0"])
     page.fill("#id_policy", "noop")
     page.click("#preview")
     assert page.locator("#form-errors").count() == 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.servers.browser import launch_noop_campaign, logged_in, query, shot, wait_until, watch_csp
+from tests.servers.browser import choose_tasks, launch_noop_campaign, logged_in, query, shot, wait_until, watch_csp
 from tests.servers.site import daphne_site
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
@@ -37,7 +37,7 @@ def test_an_operator_launches_starts_and_reviews_a_campaign_frame_by_frame(site,
     page = logged_in(browser, base, "olga")
     page.click("#nav-launch")
     page.select_option("#id_benchmark", "fetch")
-    page.select_option("#id_tasks", ["pick_and_place", "reach"])
+    choose_tasks(page, ["pick_and_place", "reach"])
     page.fill("#id_seed", "3")
     page.fill("#id_policy", "fetch-oracle")
     page.select_option("#id_sensors", "privileged-state")

@@ -6,7 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.browser import DESKTOP, PHONE, launch_noop_campaign, logged_in, query, shot, wait_until
+from tests.servers.browser import (
+    DESKTOP,
+    PHONE,
+    VISIBLE_TASKS,
+    clipped,
+    launch_noop_campaign,
+    logged_in,
+    login,
+    query,
+    shot,
+    wait_until,
+)
 from tests.servers.site import daphne_site
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
@@ -50,6 +61,7 @@ def _pages(base: str, db: Path, running: int) -> dict[str, str]:
         "leaderboards": "/leaderboards/",
         "leaderboard": "/leaderboards/fetch-development/rgb/decision-12-prefix-1/v1/",
         "tokens": "/account/tokens/",
+        "sim-to-real": "/sim-to-real/",
         "not-found": "/campaigns/4242/",
     }
 
@@ -103,3 +115,155 @@ def test_at_phone_width_the_top_bar_is_a_menu_and_panels_stack(tour, browser):
     assert page.evaluate(NO_PAGE_SCROLL)
     desktop = logged_in(browser, base, "vera")
     assert desktop.is_hidden("#menu-toggle") and desktop.is_visible("nav.main")
+
+
+def _pair(db: Path) -> tuple[int, int]:
+    first, second = (row[0] for row in query(db, "select id from evaluator_attempt order by id limit 2"))
+    return first, second
+
+
+def test_the_pair_page_has_reviews_player_keys_link_and_labelled_traces(tour, browser):
+    # Issue 35, point 10: "no arrow keys, no #step link, play loads one PNG a step, traces without legend or axes,
+    # frames misaligned when a title wraps. Give it review's player and timeline."
+    base, db, _ = tour
+    first, second = _pair(db)
+    page = logged_in(browser, base, "vera")
+    page.goto(f"{base}/campaigns/compare/pair/?a={first}&b={second}#step=3")
+    page.wait_for_selector("#pair[data-ready='1']")
+    at = lambda: [page.get_attribute(f"#side-{s} .pair-frame", "data-step") for s in "ab"]  # noqa: E731
+    assert page.inner_text("#step-number") == "3" and at() == ["3", "3"]
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("#step-number") == "4" and at() == ["4", "4"] and page.url.endswith("#step=4")
+    assert page.get_attribute("#deep-link", "href") == "#step=4"
+    page.keyboard.press("End")
+    assert page.inner_text("#step-number") == "12" == page.inner_text("#step-count")
+    page.keyboard.press("Home")
+    assert at() == ["0", "0"] and page.is_disabled("#btn-prev")
+    # Each trace has its legend (one entry per action component), its value scale and a step axis.
+    for side in "ab":
+        legend = page.inner_text(f"#side-{side} .side-legend")
+        assert all(name in legend for name in ("dx", "dy", "dz", "gripper")), legend
+        labels = page.locator(f"#side-{side} .trace .tick-label").all_text_contents()
+        assert labels[0] == "0" and labels[-1] == "12"
+        assert page.locator(f"#side-{side} .trace .value-label").count() == 3
+    # Both pictures level, whatever the titles.
+    tops = [page.locator(f"#side-{s} .screen").bounding_box()["y"] for s in "ab"]
+    assert abs(tops[0] - tops[1]) < 1
+    # Play shows the stored videos: no picture is fetched a step while they play.
+    frames = []
+    page.on("request", lambda r: frames.append(r.url) if "/frame/" in r.url else None)
+    page.select_option("#speed", "0.25")
+    page.locator("#pair").click(position={"x": 1, "y": 1})  # the keys go to the page, not the speed list
+    page.keyboard.press(" ")
+    wait_until(page, "document.getElementById('view-mode').textContent === 'videos'")
+    wait_until(page, "document.getElementById('btn-play').textContent.includes('play')", timeout=30)
+    assert page.inner_text("#step-number") == "12" and len(frames) <= 2  # the exact frames of the end, nothing else
+    assert page.is_hidden("#side-a .pair-video") and page.get_attribute("#side-a .pair-frame", "data-step") == "12"
+
+
+def test_wide_screens_use_the_width_with_short_ids_and_tabular_numbers(tour, browser):
+    # Issue 35, point 3: "Use the width; abbreviate ids with the full value on hover and copy; numbers right-aligned
+    # in tabular figures."
+    base, db, _ = tour
+    context = browser.new_context(viewport=DESKTOP)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    login(page, base, "vera", "veravera")
+    page.goto(base + "/attempts/")
+    assert page.locator("main").bounding_box()["width"] > 1350
+    box = page.locator(".table-box").first
+    widths = box.evaluate("b => [b.scrollWidth, b.clientWidth]")
+    assert widths[0] <= widths[1], widths  # every column in view, the sort column too
+    protocols = {row[0] for row in query(db, "select protocol_id from evaluator_protocolidentity")}
+    ident = page.locator("#attempts-table .ident code").first
+    protocol = ident.get_attribute("title")
+    assert protocol in protocols and ident.inner_text() == protocol
+    assert ident.bounding_box()["height"] < 24  # one line, not three
+    number = page.locator("#attempts-table td.num").first
+    assert number.evaluate("n => getComputedStyle(n).textAlign") == "right"
+    assert number.evaluate("n => getComputedStyle(n).fontVariantNumeric") == "tabular-nums"
+    page.locator("#attempts-table button.copy").first.click()
+    wait_until(page, "document.querySelector('#attempts-table button.copy').classList.contains('copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == protocol
+    context.close()
+
+
+def test_at_phone_width_the_named_panels_clip_nothing_and_tables_keep_their_key_column(tour, browser):
+    # Issue 35, point 1: "the review step panel clips its values; launch help texts are cut at the card edge;
+    # sim-to-real pushes the page to 660 px; the attempts table shows only 4 columns with outcome hidden".
+    base, db, _ = tour
+    first, _ = _pair(db)
+    page = logged_in(browser, base, "vera", viewport=PHONE)
+    page.goto(f"{base}/attempts/{first}/#step=6")
+    page.wait_for_selector("#review[data-ready='1']")
+    assert clipped(page, "aside.panel") == []
+    page.goto(base + "/campaigns/new/")
+    assert clipped(page, "#launch-form") == [] and clipped(page, "#readiness") == []
+    page.goto(base + "/sim-to-real/")
+    assert clipped(page, "section.sim-to-real") == [] and page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.goto(base + "/attempts/")
+    headers = page.locator("#attempts-table th").all_inner_texts()
+    assert [h.strip(" ▲▼") for h in headers[:3]] == ["#", "task", "outcome"]
+    outcome = page.locator("#attempts-table th").nth(2).bounding_box()
+    assert outcome["x"] + outcome["width"] <= 390  # the outcome in view without scrolling
+    box = page.locator(".table-box").first
+    box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+    key = page.locator("#attempts-table tbody tr td").first.bounding_box()
+    assert key["x"] >= box.bounding_box()["x"] - 1  # the attempt's number stays in view while the rest scrolls
+
+
+def test_sim_to_real_opens_with_a_summary_and_readable_plots(tour, browser):
+    # Issue 35, point 11: "A summary table first, then readable plots (labelled points, axes 0–1 with ticks, the
+    # diagonal)."
+    base, _, _ = tour
+    page = logged_in(browser, base, "vera")
+    page.goto(base + "/sim-to-real/")
+    rows = page.locator("#summary-table tbody tr")
+    sections = page.locator("section.sim-to-real")
+    assert rows.count() == sections.count() == 9
+    first = sections.first
+    ticks = ["0", "0.25", "0.5", "0.75", "1"]
+    assert first.locator(".tick").all_text_contents() == [t for t in ticks for _ in "xy"]  # both axes, 0 to 1
+    assert first.locator(".diagonal").count() == 1
+    labels = first.locator(".point-label").all_text_contents()
+    assert labels == [str(n) for n in range(1, first.locator("circle").count() + 1)]
+    assert first.locator("svg.scatter").bounding_box()["width"] >= 250
+    assert "published (SimplerEnv paper); published" not in page.inner_text("main")
+    summary, plot = page.locator("#summary").bounding_box(), first.bounding_box()
+    assert summary["y"] < plot["y"]
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_launch_form_shows_the_benchmarks_fields_its_defaults_and_the_preview_where_one_looks(tour, browser, width):
+    # Issue 35, point 6: "Show only the benchmark's fields, defaults as placeholders, a policy picker (registered
+    # policies and 'a server address'), the preview where the user is looking."
+    base, _, _ = tour
+    page = logged_in(browser, base, "vera", viewport=DESKTOP if width == "desktop" else PHONE)
+    page.goto(base + "/campaigns/new/")
+    page.select_option("#id_benchmark", "fetch")
+    assert page.is_hidden("#section-full") and page.is_hidden("#field-task_scope")
+    assert page.evaluate(VISIBLE_TASKS) == ["pick_and_place", "push", "reach", "slide"]
+    assert page.get_attribute("#id_max_policy_calls", "placeholder") == "default 50"
+    page.select_option("#id_budget_mode", "decisions")
+    assert page.get_attribute("#id_max_policy_calls", "placeholder") == "default 10"
+    assert page.get_attribute("#id_runner_step_cap", "placeholder") == "default 50"
+    page.select_option("#id_benchmark", "simpler_env")
+    assert page.is_visible("#section-full") and page.is_hidden("#field-task_scope")
+    page.select_option("#id_benchmark", "simple_humanoid")
+    assert page.is_visible("#field-task_scope") and page.is_hidden("#section-full")
+    assert page.is_hidden("#field-action_rejection_feedback")  # SIMPLE's feedback is always on
+    page.select_option("#id_benchmark", "fetch")
+    page.check('#id_tasks input[value="reach"]')
+    page.select_option("#policy-picker", "noop")
+    assert page.input_value("#id_policy") == "noop"
+    page.fill("#id_policy", "http://127.0.0.1:9/act")
+    assert page.input_value("#policy-picker") == ""  # a server address: no registered policy chosen
+    page.select_option("#policy-picker", "noop")
+    page.click("#preview")
+    page.wait_for_selector("#preview-panel")
+    assert page.url.endswith("#launch-result")
+    panel = page.locator("#preview-panel").bounding_box()
+    viewport = page.viewport_size
+    assert -2 < panel["y"] < viewport["height"] / 2  # the preview is where the user looks, its Create with it
+    assert page.locator("#create").bounding_box()["y"] < viewport["height"]
+    shot(page, f"launch-preview-{width}")

@@ -54,7 +54,7 @@ def test_the_run_table_has_campaign_and_duration_columns(admin_client, two_runs)
     assert 'id="sort-campaign"' in page and 'id="sort-duration"' in page
     link = reverse("evaluator:campaign", args=[short.campaign_id])
     assert f'<a href="{link}" title="{short.campaign.name}">{short.campaign_id}</a>' in page
-    assert f'<td class="duration">{short.duration_s:.1f} s</td>' in page
+    assert f'<td class="num duration">{short.duration_s:.1f} s</td>' in page
 
 
 def test_compare_offers_a_list_of_campaigns_to_pick_from(admin_client, two_runs):

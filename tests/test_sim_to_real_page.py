@@ -78,7 +78,8 @@ def test_an_operators_real_rate_joins_its_policys_simulated_rate_from_a_full_cam
     fields = {"policy": "noop", "task": "widowx_spoon_on_towel", "rate": "0.4", "source": "lab log 12", "trials": "24"}
     assert olga.post("/sim-to-real/", fields).status_code == 302
     section = _section(olga.get("/sim-to-real/").content.decode(), "widowx_spoon_on_towel")
-    assert "<td>noop</td><td>0.750</td><td>0.400</td>" in section  # 6 successes over 8 attempted
+    # 6 successes over 8 attempted
+    assert '<td>noop</td><td class="num">0.750</td><td class="num">0.400</td>' in section
     ref = reference()
     expected = compare(
         "spoon",

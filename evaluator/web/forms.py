@@ -36,9 +36,16 @@ def _optional_int(label: str, help_text: str) -> forms.IntegerField:
 
 
 class LaunchForm(forms.Form):
-    name = forms.CharField(max_length=200, required=False, help_text="Optional; a name is made from the plan.")
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Optional; a name is made from the plan.",
+        widget=forms.TextInput(attrs={"placeholder": "made from the plan"}),
+    )
     benchmark = forms.ChoiceField()
-    tasks = forms.MultipleChoiceField(required=False, help_text="The chosen benchmark's tasks.")
+    tasks = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="The chosen benchmark's tasks: tick each one."
+    )
     all_tasks = forms.BooleanField(required=False, label="all tasks", help_text="Every task of the benchmark's scope.")
     seed = forms.IntegerField(
         label="base reset seed",
@@ -62,6 +69,7 @@ class LaunchForm(forms.Form):
     )
     policy = forms.CharField(
         max_length=500,
+        widget=forms.TextInput(attrs={"placeholder": "a registered name, or http://HOST:PORT/act", "size": 40}),
         help_text="A registered name, or a spec: http://HOST:PORT/act, openpi+ws://HOST:PORT, torchscript:PATH, "
         "lerobot:PATH, openai+http://HOST:PORT/v1?model=NAME",
     )
@@ -91,6 +99,7 @@ class LaunchForm(forms.Form):
         label="against baseline campaign",
         required=False,
         min_value=1,
+        widget=forms.NumberInput(attrs={"placeholder": "none: a campaign of its own"}),
         help_text="A finished campaign's id: a sequential campaign runs its very cells in a random order and stops "
         "once the paired test decides (improved, regressed or no difference).",
     )
@@ -99,12 +108,14 @@ class LaunchForm(forms.Form):
         min_value=LEVEL_RANGE[0],
         max_value=LEVEL_RANGE[1],
         help_text=f"With a baseline: the chance at most of a wrong verdict (default {DEFAULT_LEVEL}).",
+        widget=forms.NumberInput(attrs={"placeholder": f"default {DEFAULT_LEVEL}", "step": "any"}),
     )
     margin = forms.FloatField(
         required=False,
         min_value=MARGIN_RANGE[0],
         max_value=MARGIN_RANGE[1],
         help_text=f"With a baseline: differences of success rate under this count as none (default {DEFAULT_MARGIN}).",
+        widget=forms.NumberInput(attrs={"placeholder": f"default {DEFAULT_MARGIN}", "step": "any"}),
     )
 
     def __init__(self, *args, **kwargs):
@@ -293,6 +304,80 @@ PROTOCOL_SETTINGS = (
     "task_scope",
 )
 CONFIG_FIELDS = ("benchmark", *PROTOCOL_SETTINGS, "full")
+
+# The launch form's fields in sections, in the order the page shows them.
+LAUNCH_SECTIONS = (
+    ("plan", "What to run", ("name", "benchmark", "tasks", "all_tasks", "seed", "repeats", "seed_list")),
+    ("policy", "Policy", ("policy",)),
+    ("track", "Protocol track", ("sensors", "task_scope", "interaction_mode", "action_rejection_feedback")),
+    (
+        "budgets",
+        "Budgets",
+        ("budget_mode", "horizon_multiplier", "max_policy_calls", "replan_interval", "runner_step_cap"),
+    ),
+    ("full", "Native full matrix", ("full", "families")),
+    ("sequential", "Sequential test against a baseline (optional)", ("against", "level", "margin")),
+)
+
+
+def applies(name: str, benchmark: str) -> bool:
+    """Whether a launch field means anything for a benchmark: the form shows only the chosen benchmark's fields."""
+    fam = PROTOCOLS[benchmark].family
+    return {
+        "full": benchmark == "simpler_env",  # identity.configure: full matrices exist for SimplerEnv only
+        "families": benchmark == "simpler_env",
+        "task_scope": len(fam.scopes) > 1,
+        "interaction_mode": fam.agent_method,
+        "action_rejection_feedback": not fam.feedback_always_on,
+        "horizon_multiplier": fam.extended_horizon,
+    }.get(name, True)
+
+
+def launch_sections(form: LaunchForm) -> list[dict]:
+    """The sections of the launch page, each field with the benchmarks it applies to ("" = all of them)."""
+    benchmarks = [name for name, _ in form.fields["benchmark"].choices if name in PROTOCOLS]
+    sections = []
+    for key, title, names in LAUNCH_SECTIONS:
+        fields = []
+        for name in names:
+            only = [b for b in benchmarks if applies(name, b)]
+            fields.append({"field": form[name], "benchmarks": "" if only == benchmarks else " ".join(only)})
+        shown_for = {b for f in fields for b in (f["benchmarks"].split() or benchmarks)}
+        sections.append(
+            {
+                "key": key,
+                "title": title,
+                "fields": fields,
+                "benchmarks": " ".join(b for b in benchmarks if b in shown_for),
+            }
+        )
+    return sections
+
+
+def launch_defaults() -> dict[str, dict]:
+    """Per benchmark, what each protocol field left empty stands for (the page shows it as the placeholder), per
+    budget mode where it depends on it, and the default budget mode."""
+    defaults = {}
+    for name in Benchmark.objects.values_list("name", flat=True):
+        if name not in PROTOCOLS:
+            continue
+        base = configure(name)
+        defaults[name] = {
+            "budget_mode": base.budget_mode,
+            "choices": {
+                "sensors": base.sensors,
+                "interaction_mode": base.interaction_mode,
+                "task_scope": base.task_scope,
+            },
+            "budgets": {
+                mode: {
+                    key: str(getattr(config, key))
+                    for key in ("horizon_multiplier", "max_policy_calls", "replan_interval", "runner_step_cap")
+                }
+                for mode, config in ((mode, configure(name, budget_mode=mode)) for mode in BUDGET_MODES)
+            },
+        }
+    return defaults
 
 
 def create_refused(benchmark: str) -> list[str]:

@@ -1,28 +1,64 @@
-// Launch form: the task list, sensor tracks and task scopes follow the chosen benchmark; "all tasks" stands for every one of them.
+// Launch form: only the chosen benchmark's fields, tasks, sensor tracks and task scopes; what an empty field stands
+// for as its placeholder; "all tasks" stands for every task; the policy picker fills the policy field.
 (function () {
   "use strict";
   const benchmark = document.getElementById("id_benchmark");
   const tasks = document.getElementById("id_tasks");
   const all = document.getElementById("id_all_tasks");
   if (!benchmark || !tasks) return;
+  const defaults = JSON.parse(document.getElementById("launch-defaults").textContent);
+  const budgetMode = document.getElementById("id_budget_mode");
 
-  // Tasks, sensor tracks and task scopes are grouped by benchmark: only the chosen one's group is offered.
-  const grouped = [tasks, document.getElementById("id_sensors"), document.getElementById("id_task_scope")].filter(Boolean);
+  // Sensor tracks and task scopes are selects grouped by benchmark: only the chosen one's group is offered.
+  const grouped = [document.getElementById("id_sensors"), document.getElementById("id_task_scope")].filter(Boolean);
+  // The task checkboxes come in one block per benchmark, each headed by the benchmark's name.
+  const taskGroups = Array.from(tasks.children).filter((node) => node.querySelector(":scope > label"));
 
   function follow() {
+    const chosen = benchmark.value;
     for (const select of grouped) {
       select.querySelectorAll("optgroup").forEach((group) => {
-        const shown = group.label === benchmark.value;
+        const shown = group.label === chosen;
         group.hidden = !shown;
         group.disabled = !shown;
         if (!shown) Array.from(group.children).forEach((option) => { option.selected = false; });
       });
     }
-    const readiness = document.querySelector(`#readiness tr[data-benchmark="${benchmark.value}"]`);
+    for (const group of taskGroups) {
+      const shown = group.querySelector(":scope > label").textContent.trim() === chosen;
+      group.hidden = !shown;
+      if (!shown) group.querySelectorAll("input").forEach((box) => { box.checked = false; });
+    }
+    // A field (or a whole section) that means nothing for this benchmark is hidden and sends nothing.
+    document.querySelectorAll("#launch-form [data-benchmarks]").forEach((node) => {
+      const shown = node.dataset.benchmarks.split(" ").includes(chosen);
+      node.hidden = !shown;
+      node.querySelectorAll("input, select").forEach((input) => { input.disabled = !shown; });
+    });
+    const readiness = document.querySelector(`#readiness tr[data-benchmark="${chosen}"]`);
     benchmark.classList.toggle("not-ready", !!readiness && readiness.dataset.ready === "0");
+    placeholders();
+    allTasks();
+  }
+  // Empty fields show what they stand for: the benchmark's default, in the chosen budget mode.
+  function placeholders() {
+    const mine = defaults[benchmark.value];
+    if (!mine) return;
+    const mode = (budgetMode && budgetMode.value) || mine.budget_mode;
+    for (const [name, value] of Object.entries(mine.budgets[mode] || {})) {
+      const input = document.getElementById(`id_${name}`);
+      if (input) input.placeholder = `default ${value}`;
+    }
+    for (const [name, value] of Object.entries(mine.choices)) {
+      const blank = document.querySelector(`#id_${name} option[value=""]`);
+      if (blank) blank.textContent = `default (${value})`;
+    }
+    if (budgetMode) budgetMode.querySelector('option[value=""]').textContent = `default (${mine.budget_mode})`;
   }
   function allTasks() {
-    if (all) tasks.disabled = all.checked;
+    if (!all) return;
+    tasks.querySelectorAll("input").forEach((box) => { box.disabled = all.checked; });
+    tasks.classList.toggle("muted", all.checked);
   }
   // A benchmark whose fast mode fixes the seed (SIMPLE) gets that seed; another one keeps what was typed.
   const fastSeeds = JSON.parse(document.getElementById("fast-seeds").textContent);
@@ -30,9 +66,22 @@
   function fastSeed() {
     if (seed && benchmark.value in fastSeeds) seed.value = fastSeeds[benchmark.value];
   }
+  // The picker of registered policies writes the policy field; typing a registered name there selects it.
+  const picker = document.getElementById("policy-picker");
+  const policy = document.getElementById("id_policy");
+  if (picker && policy) {
+    const registered = new Set(Array.from(picker.options).map((option) => option.value).filter(Boolean));
+    picker.addEventListener("change", () => {
+      policy.value = picker.value;
+      if (!picker.value) policy.focus();
+    });
+    const match = () => { picker.value = registered.has(policy.value.trim()) ? policy.value.trim() : ""; };
+    policy.addEventListener("input", match);
+    match();
+  }
   benchmark.addEventListener("change", follow);
   benchmark.addEventListener("change", fastSeed);
+  if (budgetMode) budgetMode.addEventListener("change", placeholders);
   if (all) all.addEventListener("change", allTasks);
   follow();
-  allTasks();
 })();

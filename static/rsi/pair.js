@@ -1,78 +1,148 @@
-// Two attempts side by side, kept at the same step: the exact frame of each (or its last, once it
-// ended), and each one's action trace with a cursor. Playing advances both one step at a time.
+// Two attempts side by side with review's player: both at the same step, the exact frame of each while paused or
+// stepping, the stored videos while playing (one request each, not one picture a step); each one's action trace
+// with its legend, value scale and step axis, and a cursor. An attempt that ended first stays on its last step.
 (function () {
   "use strict";
   const root = document.getElementById("pair");
   if (!root) return;
+  const { el, titled, ticks, linkedStep, remember, keys } = window.RSISteps;
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
-  const sides = ["side-a", "side-b"].map((id) => ({ node: $(id), data: null }));
+  const sides = ["side-a", "side-b"].map((id) => {
+    const node = $(id);
+    return { node, data: null, exact: node.querySelector(".pair-frame"), video: node.querySelector(".pair-video") };
+  });
   let current = 0;
-  let timer = null;
+  let playing = false;
   const last = () => Math.max(...sides.map((s) => s.data.steps.length));
+  const own = (side, step) => Math.min(step, side.data.steps.length);
+  const rounded = (v) => String(Number(v.toFixed(3)));
 
-  function el(name, attrs, parent) {
-    const node = document.createElementNS(SVG, name);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-    parent.append(node);
-    return node;
-  }
-
+  const LEFT = 44, HEIGHT = 150, AXIS = 132;
   function trace(side) {
     const svg = side.node.querySelector(".trace");
     const width = svg.clientWidth || 500, n = Math.max(1, last());
-    side.x = (step) => 4 + (step / n) * (width - 8);
-    const y = (v) => 60 - Math.max(-1.6, Math.min(1.6, v)) * 35;
-    side.data.action_components.forEach((name, i) => {
+    side.x = (step) => LEFT + (step / n) * (width - LEFT - 8);
+    const comps = side.data.action_components;
+    const scale = Math.max(1, ...side.data.steps.flatMap((s) => s.action.map(Math.abs)));
+    const y = (v) => 60 - (v / scale) * 52;
+    el("line", { x1: LEFT, x2: side.x(n), y1: y(0), y2: y(0), class: "axis" }, svg);
+    for (const [v, label] of [[scale, "+" + rounded(scale)], [0, "0"], [-scale, "−" + rounded(scale)]]) {
+      el("text", { x: LEFT - 4, y: y(v) + 3, class: "label value-label" }, svg).textContent = label;
+    }
+    comps.forEach((name, i) => {
       const points = side.data.steps.map((s, k) => `${side.x(k + 1)},${y(s.action[i])}`).join(" ");
-      el("polyline", { points, class: `series s${i}`, fill: "none" }, svg);
+      titled(el("polyline", { points, class: `series s${i % 6}`, fill: "none" }, svg), name);
     });
-    side.cursor = el("rect", { x: 0, y: 0, width: 2, height: 120, class: "cursor" }, svg);
+    el("line", { x1: side.x(0), x2: side.x(n), y1: AXIS, y2: AXIS, class: "axis" }, svg);
+    for (const s of ticks(n)) {
+      el("line", { x1: side.x(s), x2: side.x(s), y1: AXIS - 3, y2: AXIS + 3, class: "axis" }, svg);
+      el("text", { x: side.x(s), y: AXIS + 14, class: "label tick-label" }, svg).textContent = s;
+    }
+    side.cursor = el("rect", { x: 0, y: 0, width: 2, height: AXIS, class: "cursor" }, svg);
+    const legend = side.node.querySelector(".side-legend");
+    comps.forEach((name, i) => {
+      const item = document.createElement("span");
+      item.className = "legend-item";
+      const key = document.createElementNS(window.RSISteps.SVG, "svg");
+      key.setAttribute("width", 18);
+      key.setAttribute("height", 10);
+      el("line", { x1: 0, x2: 18, y1: 5, y2: 5, class: `series s${i % 6}` }, key);
+      item.append(key, " " + name);
+      legend.append(item);
+    });
+    legend.append(Object.assign(document.createElement("span"), { className: "muted", textContent: `values ±${rounded(scale)}, steps across` }));
   }
 
-  function show(step) {
+  function show(step, seek = true) {
     current = Math.max(0, Math.min(last(), step));
     $("step-number").textContent = current;
     root.dataset.step = current;
+    remember(current);
     for (const side of sides) {
-      const own = Math.min(current, side.data.steps.length); // an attempt that ended stays on its last step
-      const img = side.node.querySelector(".pair-frame");
-      img.src = side.node.dataset.frame.replace(/0\.png$/, own + ".png");
-      img.dataset.step = own;
-      const record = own > 0 ? side.data.steps[own - 1] : null;
+      const at = own(side, current);
+      if (!playing || !side.video) {
+        side.exact.src = side.node.dataset.frame.replace(/0\.png$/, at + ".png");
+        side.exact.dataset.step = at;
+      }
+      if (seek && side.video && side.data.fps) {
+        const frame = side.data.frames.indexOf(at);
+        if (frame >= 0) side.video.currentTime = (frame + 0.5) / side.data.fps;
+      }
+      const record = at > 0 ? side.data.steps[at - 1] : null;
       side.node.querySelector(".side-step").textContent = record
-        ? `step ${own}: ${record.action.map((v) => Number(v.toFixed(3))).join(", ")}` + (own < current ? " (ended)" : "")
+        ? `step ${at}: ${record.action.map(rounded).join(", ")}` + (at < current ? " (it ended here)" : "")
         : "the reset frame";
-      side.cursor.setAttribute("x", side.x(own) - 1);
+      side.cursor.setAttribute("x", side.x(at) - 1);
     }
+    $("btn-prev").disabled = $("btn-start").disabled = current === 0;
+    $("btn-next").disabled = $("btn-end").disabled = current === last();
   }
 
-  function pause() {
-    clearInterval(timer);
-    timer = null;
-    $("btn-play").textContent = "▶ play";
+  // The step a side's video shows now (its last once it ended).
+  function videoStep(side) {
+    const { frames, fps } = side.data;
+    if (!side.video || !fps || side.video.ended) return side.data.steps.length;
+    return frames[Math.min(frames.length - 1, Math.floor(side.video.currentTime * fps))];
+  }
+
+  function setPlaying(on) {
+    playing = on;
+    for (const side of sides) {
+      if (!side.video) continue;
+      side.video.hidden = !on;
+      side.exact.hidden = on;
+    }
+    $("btn-play").textContent = on ? "❚❚ pause" : "▶ play";
+    $("view-mode").textContent = on ? "videos" : "exact frames";
   }
 
   function play() {
     if (current >= last()) show(0);
-    const fps = sides[0].data.fps || 25;
-    timer = setInterval(() => (current >= last() ? pause() : show(current + 1)), 1000 / (fps * parseFloat($("speed").value)));
-    $("btn-play").textContent = "❚❚ pause";
+    setPlaying(true);
+    const rate = parseFloat($("speed").value);
+    for (const side of sides) {
+      if (side.video && own(side, current) < side.data.steps.length) {
+        side.video.playbackRate = rate;
+        side.video.play();
+      }
+    }
   }
 
-  const step = (to) => { pause(); show(to); };
+  function pause() {
+    sides.forEach((side) => side.video && side.video.pause());
+    setPlaying(false);
+    show(Math.max(...sides.map(videoStep).map((s, i) => Math.min(s, sides[i].data.steps.length))), false);
+  }
+
+  function following() {
+    if (!playing) return;
+    const steps = sides.map(videoStep);
+    show(Math.max(...steps), false);
+    if (sides.every((side) => !side.video || side.video.ended || side.video.paused)) pause();
+  }
+
+  const step = (to) => { if (playing) pause(); show(to); };
   $("btn-prev").addEventListener("click", () => step(current - 1));
   $("btn-next").addEventListener("click", () => step(current + 1));
   $("btn-start").addEventListener("click", () => step(0));
   $("btn-end").addEventListener("click", () => step(last()));
-  $("btn-play").addEventListener("click", () => (timer ? pause() : play()));
-  $("speed").addEventListener("change", () => { if (timer) { pause(); play(); } });
+  $("btn-play").addEventListener("click", () => (playing ? pause() : play()));
+  $("speed").addEventListener("change", () => sides.forEach((s) => { if (s.video) s.video.playbackRate = parseFloat($("speed").value); }));
+  for (const side of sides) {
+    if (side.video) {
+      side.video.addEventListener("timeupdate", following);
+      side.video.addEventListener("ended", following);
+    }
+  }
+  keys({ ready: () => root.dataset.ready === "1", current: () => current, last, step, toggle: () => (playing ? pause() : play()) });
 
   Promise.all(sides.map((s) => fetch(s.node.dataset.timeline, { credentials: "same-origin" }).then((r) => r.json())))
     .then((timelines) => {
       timelines.forEach((data, i) => { sides[i].data = data; });
+      $("step-count").textContent = last();
       sides.forEach(trace);
-      show(0);
+      const linked = linkedStep();
+      show(linked === null ? 0 : linked);
       root.dataset.ready = "1";
     });
 })();

@@ -13,7 +13,7 @@
   let data = null;
   let current = 0;
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
+  const { SVG, ticks, linkedStep, remember, keys } = window.RSISteps;
 
   function rounded(value) {
     // Sensible rounding for reading; the full value stays in the title and data-value.
@@ -81,9 +81,7 @@
     const last = data.steps.length;
     current = Math.max(0, Math.min(last, step));
     document.getElementById("step-number").textContent = current;
-    const link = document.getElementById("deep-link");
-    link.href = "#step=" + current;
-    history.replaceState(null, "", "#step=" + current);
+    remember(current);
     if (video.paused) {
       exact.src = frameUrl(current);
       exact.dataset.step = current;
@@ -204,13 +202,9 @@
   }
 
   function axis(n) {
-    // Step ticks: about ten, on round numbers.
-    const raw = Math.max(1, n / 10);
-    const magnitude = Math.pow(10, Math.floor(Math.log10(raw)));
-    const every = [1, 2, 5, 10].map((m) => m * magnitude).find((v) => v >= raw);
     const top = 224;
     el("line", { x1: x(0), x2: x(n), y1: top - 8, y2: top - 8, class: "axis" });
-    for (let s = 0; s <= n; s += every) {
+    for (const s of ticks(n)) {
       el("line", { x1: x(s), x2: x(s), y1: top - 11, y2: top - 5, class: "axis" });
       el("text", { x: x(s), y: top + 4, class: "label tick-label" }).textContent = s;
     }
@@ -319,25 +313,16 @@
   $("btn-play").addEventListener("click", () => (video.paused ? play() : pause()));
   $("speed").addEventListener("change", () => { video.playbackRate = parseFloat($("speed").value); });
   video.addEventListener("ended", () => pause());
-  document.addEventListener("keydown", (event) => {
-    if (!data || ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName)) return;
-    const moves = { ArrowRight: current + 1, ArrowLeft: current - 1, Home: 0, End: data.steps.length };
-    if (event.key in moves) {
-      event.preventDefault();
-      step(moves[event.key]);
-    } else if (event.key === " ") {
-      event.preventDefault();
-      video.paused ? play() : pause();
-    }
+  keys({
+    ready: () => data !== null,
+    current: () => current,
+    last: () => data.steps.length,
+    step,
+    toggle: () => (video.paused ? play() : pause()),
   });
   video.addEventListener("timeupdate", () => {
     if (video.paused || !data.fps) return;
     if (videoStep() !== current) show(videoStep(), false);
-  });
-
-  window.addEventListener("hashchange", () => {
-    const match = location.hash.match(/step=(\d+)/);
-    if (data && match && parseInt(match[1], 10) !== current) show(parseInt(match[1], 10));
   });
 
   fetch(root.dataset.timeline, { credentials: "same-origin" })
@@ -348,8 +333,8 @@
       legend();
       draw();
       events();
-      const match = location.hash.match(/step=(\d+)/);
-      show(match ? parseInt(match[1], 10) : 0);
+      const linked = linkedStep();
+      show(linked === null ? 0 : linked);
       root.dataset.ready = "1";
     });
 })();

@@ -56,11 +56,21 @@ def login(page, base: str, user: str, password: str) -> None:
     page.wait_for_url(base + "/")
 
 
+def choose_tasks(page, names: list[str]) -> None:
+    """Tick these tasks in the launch form's task list (one checkbox per task of the chosen benchmark)."""
+    for name in names:
+        page.check(f'#id_tasks input[value="{name}"]')
+
+
+VISIBLE_TASKS = """Array.from(document.querySelectorAll('#id_tasks input'))
+    .filter(box => box.offsetParent !== null).map(box => box.value)"""
+
+
 def launch_noop_campaign(page, base: str, task: str, seed: int, decisions: int) -> None:
     """Fill the launch form: the Fetch noop policy, decision mode with one-action decisions."""
     page.goto(base + "/campaigns/new/")
     page.select_option("#id_benchmark", "fetch")
-    page.select_option("#id_tasks", [task])
+    choose_tasks(page, [task])
     page.fill("#id_seed", str(seed))
     page.fill("#id_policy", "noop")
     page.select_option("#id_budget_mode", "decisions")
@@ -89,3 +99,29 @@ def _evaluate(page, expression: str):
         if "context was destroyed" in str(error) or "Cannot find context" in str(error):  # it reloaded: ask again
             return False
         raise
+
+
+# Elements of a panel drawn outside it, or cut by their own overflow: text a reader cannot see. A box that scrolls
+# (.table-box) and a shortened identifier (.ident: full value on hover and copy) cut on purpose.
+CLIPPED = """(selector) => {
+  const out = [];
+  for (const panel of document.querySelectorAll(selector)) {
+    const edge = panel.getBoundingClientRect();
+    for (const node of panel.querySelectorAll('*')) {
+      if (node.closest('.table-box, .table-scroll, .ident') || node.offsetParent === null) continue;
+      const box = node.getBoundingClientRect();
+      const style = getComputedStyle(node);
+      const outside = box.width > 0 && (box.right > edge.right + 1 || box.left < edge.left - 1);
+      const cut = ['hidden', 'clip', 'auto', 'scroll'].includes(style.overflowX)
+        && node.scrollWidth > node.clientWidth + 1;
+      const name = node.tagName + (node.id ? '#' + node.id : '');
+      if (outside || cut) out.push(name + ': ' + (node.textContent || '').trim().slice(0, 40));
+    }
+  }
+  return out;
+}"""
+
+
+def clipped(page, selector: str) -> list[str]:
+    """What the panels matching `selector` show cut or outside their edge (see CLIPPED)."""
+    return page.evaluate(CLIPPED, selector)

@@ -25,23 +25,25 @@ from evaluator.web.views.common import PAGE_SIZE, id_param
 SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
 
 
-# Column name in the query string (?sort=steps, ?sort=-steps) -> what it orders by.
+# The table's columns in order, the key ones first (a phone shows the first few without scrolling): the name in the
+# query string (?sort=steps, ?sort=-steps) -> what it orders by.
 SORTS = {
     "id": "pk",
-    "campaign": "campaign_id",
     "task": "task__name",
-    "policy": "campaign__policy__name",
-    "protocol": "campaign__protocol__protocol_id",
-    "seed": "seed",
-    "status": "status",
     "outcome": "outcome",
     "error": "error_type",
+    "status": "status",
+    "created": "created_at",
+    "policy": "campaign__policy__name",
+    "seed": "seed",
     "steps": "environment_steps",
     "calls": "policy_calls",
     "duration": "duration",
     "autonomous": "autonomous",
-    "created": "created_at",
+    "campaign": "campaign_id",
+    "protocol": "campaign__protocol__protocol_id",
 }
+NUMERIC_COLUMNS = frozenset({"id", "seed", "steps", "calls", "duration"})
 
 
 def search_attempts(request: HttpRequest):
@@ -82,7 +84,7 @@ def search_attempts(request: HttpRequest):
     return params, queryset.order_by(order, "-pk"), sort
 
 
-COLUMN_TITLES = {"id": "#", "error": "error", "calls": "calls", "created": "created"}
+COLUMN_TITLES = {"id": "#", "calls": "policy calls", "error": "error type"}
 
 
 def _without(request: HttpRequest, *keys: str) -> str:
@@ -192,9 +194,9 @@ def attempts(request: HttpRequest) -> HttpResponse:
             "query": _without(request, "page", "format"),
             "unsorted": _without(request, "sort", "page", "format"),
             "sort": sort,
-            "columns": [(key, COLUMN_TITLES.get(key, key)) for key in SORTS],
+            "columns": [(key, COLUMN_TITLES.get(key, key), key in NUMERIC_COLUMNS) for key in SORTS],
             "benchmarks": Benchmark.objects.values_list("name", flat=True),
-            "outcomes": [c[0] for c in Attempt._meta.get_field("outcome").choices],
+            "outcomes": [(c[0], c[0].replace("_", " ")) for c in Attempt._meta.get_field("outcome").choices],
             "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
         },
     )

@@ -38,7 +38,7 @@ from evaluator.records.queries import (
 )
 from evaluator.records.sequential import sequential_state_of
 from evaluator.web.access import require
-from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds
+from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds, launch_defaults, launch_sections
 from evaluator.web.views.common import PAGE_SIZE, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
@@ -149,7 +149,8 @@ def policy_check(request: HttpRequest) -> HttpResponse:
 
 
 def _launch_context(form: LaunchForm, **extra) -> dict:
-    """What the launch page shows around its form: the readiness table, the fast-mode seeds, the problem count."""
+    """What the launch page shows around its form: its sections, the registered policies to pick from, each
+    benchmark's defaults, the readiness table, the fast-mode seeds, the problems."""
     names = Benchmark.objects.order_by("name").values_list("name", flat=True)
     problems = []
     if form.is_bound:
@@ -157,6 +158,9 @@ def _launch_context(form: LaunchForm, **extra) -> dict:
         problems += [f"{capfirst(field.label)}: {message}" for field in form for message in field.errors]
     return {
         "form": form,
+        "sections": launch_sections(form),
+        "policies": Policy.objects.order_by("name"),
+        "defaults": launch_defaults(),
         "preview": None,
         "readiness": [readiness(name, wait=False) for name in names],
         "fast_seeds": fast_mode_seeds(),

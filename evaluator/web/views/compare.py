@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.records.comparisons import compare_campaigns
-from evaluator.records.models import Campaign
+from evaluator.records.models import Artifact, Campaign
 from evaluator.records.queries import campaign_cells
 from evaluator.records.sequential import cell_key, cells_not_run, rule_of
 from evaluator.web.access import require, viewable_attempt
@@ -63,12 +63,16 @@ COMPARE_CHOICES = 500
 
 @login_required
 def compare_pair(request: HttpRequest) -> HttpResponse:
-    """Two attempts side by side: both pictures kept at the same step, both action traces."""
+    """Two attempts side by side with review's player: both kept at the same step (exact frames while stepping,
+    the stored videos while playing), arrow keys, a #step=N link, both action traces with legend and axes."""
     require(request, "view_attempt")
     a_id, b_id = id_param(request, "a"), id_param(request, "b")
     if a_id is None or b_id is None:
         raise BadRequest("a and b must both be attempt ids")
     a, b = viewable_attempt(request, a_id), viewable_attempt(request, b_id)
+    with_video = set(Artifact.objects.filter(attempt__in=(a, b), kind="video").values_list("attempt_id", flat=True))
+    for attempt in (a, b):
+        attempt.has_video = attempt.pk in with_video
     return render(
         request, "evaluator/pair.html", {"a": a, "b": b, "sides": [("a", a), ("b", b)], "speeds": PLAYBACK_SPEEDS}
     )

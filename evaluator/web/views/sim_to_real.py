@@ -13,11 +13,54 @@ from evaluator.execution.launching import (
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.sim_to_real import reference
 from evaluator.records.queries import (
+    REFERENCE,
     sim_to_real_points,
     sim_to_real_report,
 )
 from evaluator.web.access import require
 from evaluator.web.forms import RealRateForm, RealRatesUploadForm, SimToRealSelectionForm
+
+# The scatter plots: a square of PLOT px for rates 0..1, offset to leave room for the ticks' labels.
+PLOT, LEFT, TOP = 240, 44, 12
+TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def scatter(points: tuple[dict, ...]) -> dict:
+    """A task's plot in SVG coordinates: the ticks of both axes (0 to 1) and each policy's point, numbered as in
+    the table beside it (simulated to the right, real upward), with where its rates come from."""
+
+    def x(rate: float) -> float:
+        return round(LEFT + PLOT * rate, 1)
+
+    def y(rate: float) -> float:
+        return round(TOP + PLOT * (1 - rate), 1)
+
+    return {
+        "ticks": [{"label": f"{t:g}", "x": x(t), "y": y(t)} for t in TICKS],
+        "marks": [
+            {"number": n, "x": x(p["simulated"]), "y": y(p["real"]), "point": p, "source": source_of(p)}
+            | {"label_x": x(p["simulated"]) + 5, "label_y": y(p["real"]) - 5}
+            for n, p in enumerate(points, start=1)
+        ],
+        "left": LEFT,
+        "right": LEFT + PLOT,
+        "top": TOP,
+        "bottom": TOP + PLOT,
+        "size": PLOT,
+        "x_ticks_y": TOP + PLOT + 14,
+        "y_ticks_x": LEFT - 5,
+        "middle_x": LEFT + PLOT / 2,
+        "middle_y": TOP + PLOT / 2,
+    }
+
+
+def source_of(point: dict) -> str:
+    """Where a point's two rates come from, said once when both come from the same place; "paper" for the reference
+    policies (both published in the SimplerEnv paper, which the page names above)."""
+    if point["name"].startswith(REFERENCE):
+        return "paper"
+    simulated, real = point["simulated_from"], point["real_from"]
+    return simulated if simulated == real else f"simulated: {simulated}; real: {real}"
 
 
 @login_required
@@ -50,7 +93,7 @@ def sim_to_real(request: HttpRequest) -> HttpResponse:
         request,
         "evaluator/sim_to_real.html",
         {
-            "report": sim_to_real_report(points, chosen),
+            "report": [{"row": row, "plot": scatter(row.points)} for row in sim_to_real_report(points, chosen)],
             "selection": selection,
             "form": form,
             "upload": upload,
