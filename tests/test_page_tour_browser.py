@@ -22,6 +22,8 @@ from tests.servers.site import daphne_site
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
 
+# One user per role, for the crawler (the password is the name twice).
+CRAWLERS = {"rita": ["reviewer"], "olga": ["operator"], "walt": ["watcher"], "ivan": ["intervener"]}
 NO_PAGE_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 
 
@@ -29,7 +31,7 @@ NO_PAGE_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 def tour(tmp_path_factory, browser):
     """A site with two finished one-cell campaigns of the same cell (for compare) and one attempt left running."""
     tmp = tmp_path_factory.mktemp("tour")
-    with daphne_site(tmp, users={"vera": ["operator", "intervener"], "nora": []}) as (base, env):
+    with daphne_site(tmp, users={"vera": ["operator", "intervener"], "nora": [], **CRAWLERS}) as (base, env):
         db = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
         page = logged_in(browser, base, "vera")
         for _ in range(2):
@@ -267,3 +269,60 @@ def test_the_launch_form_shows_the_benchmarks_fields_its_defaults_and_the_previe
     assert -2 < panel["y"] < viewport["height"] / 2  # the preview is where the user looks, its Create with it
     assert page.locator("#create").bounding_box()["y"] < viewport["height"]
     shot(page, f"launch-preview-{width}")
+
+
+# What the crawler does not open as a page: downloads (exports, evidence files, videos, pictures), the API, the
+# admin, and logging out (it would end the crawl).
+NOT_PAGES = ("format=", "/files/", "/artifact", "/frame/", "/thumbnail/", ".mp4", ".png", ".zip", "/api/", "/admin/")
+NOT_PAGES += ("/accounts/logout/", "/export/", ".csv", ".json")
+
+
+def _crawl(page, base: str, limit: int = 80) -> tuple[dict[str, int], list[str]]:
+    """Every page reachable by links from the home page, each address once (one of its sort or filter variants):
+    ({page: status}, the 4xx and 5xx the browser met on them besides the page's own status, and console errors)."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"{page.url}: console {m.text}") if m.type == "error" else None)
+    page.on(
+        "response",
+        lambda r: (
+            problems.append(f"{page.url}: {r.status} {r.url}")
+            if r.status >= 400 and r.request.resource_type != "document"
+            else None
+        ),
+    )
+    seen, statuses, queue = set(), {}, ["/"]
+    while queue and len(statuses) < limit:
+        path = queue.pop(0)
+        variant = (
+            path.split("#")[0].split("?")[0] + "?" + ",".join(sorted(k.split("=")[0] for k in path.split("?")[1:]))
+        )
+        if variant in seen:
+            continue
+        seen.add(variant)
+        before = len(problems)
+        response = page.goto(base + path)
+        statuses[path] = response.status
+        page.wait_for_timeout(300)  # what the page fetches after it loads (timelines, sockets)
+        if response.status >= 400:  # the page's own status, asserted apart: the browser logs it too
+            problems[before:] = [p for p in problems[before:] if "the server responded with a status" not in p]
+        for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))"):
+            if href.startswith("/") and not href.startswith("//") and not any(n in href for n in NOT_PAGES):
+                queue.append(href.split("#")[0])
+    return statuses, problems
+
+
+@pytest.mark.parametrize("user", ["rita", "olga", "walt", "ivan", "vera", "nora"])
+def test_a_crawl_of_every_page_as_every_role_meets_no_4xx_in_the_browser(tour, browser, user):
+    # Issue 35, Done when: "A crawler run of every page as every role shows no 4xx in the browser console other
+    # than the ones a test provokes on purpose."
+    base, _, _ = tour
+    page = logged_in(browser, base, user)
+    statuses, problems = _crawl(page, base)
+    assert problems == []
+    if user == "nora":  # no role: the pages say which role to ask for (403); only her own tokens page opens
+        assert statuses["/"] == 403 and {p for p, s in statuses.items() if s == 200} <= {"/account/tokens/"}
+    else:
+        assert [p for p, s in statuses.items() if s != 200] == []
+        every_role_reads = ["/", "/attempts/", "/benchmarks/", "/leaderboards/", "/sim-to-real/", "/account/tokens/"]
+        every_role_reads += ["/campaigns/1/", "/campaigns/3/", "/attempts/1/", "/campaigns/compare/"]
+        assert set(every_role_reads) <= set(statuses), sorted(statuses)

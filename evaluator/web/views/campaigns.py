@@ -220,6 +220,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "per_task": list(report.per_task.items()),
             "active": active or any(r.status in ("queued", "running") for r in reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "can_watch": request.user.has_perm("evaluator.watch_attempt"),  # no link to a page that is a 403
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,
             "lerobot": archive_of(campaign),

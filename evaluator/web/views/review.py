@@ -83,6 +83,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             # Sizes on every view; hashes on demand (the verify link).
             "verification": verify_attempt(attempt),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "can_watch": request.user.has_perm("evaluator.watch_attempt"),
             "speeds": PLAYBACK_SPEEDS,
             "replays": _replays(attempt),
             # The record's rejected_calls counts the policy's; a human's rejected actions are said apart.
