@@ -292,6 +292,11 @@ def test_a_rerun_is_a_new_attempt_queued_at_once_and_both_stay_visible(
     assert f"#{finished.pk}" in page and "Separately authorized re-runs" in page
     assert operator.post(reverse("evaluator:rerun_attempt", args=[rerun.pk])).status_code == 302
     assert Attempt.objects.filter(rerun_of=rerun).count() == 0  # an unfinished attempt cannot be re-run
+    # "a paused re-run is not marked non-autonomous on its cell": a human paused it.
+    Attempt.objects.filter(pk=rerun.pk).update(status="running", autonomous=False)
+    page = operator.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
+    listed = page[page.index(f'id="rerun-{rerun.pk}"') :].split("</li>")[0]
+    assert "running" in listed and '<span class="badge human">non-autonomous</span>' in listed
 
 
 def test_starting_a_cell_queues_it_once_after_commit(

@@ -491,3 +491,33 @@ def test_a_user_without_a_role_cannot_follow_a_campaign(setup):
 
     connected, code = asyncio.run(scenario())
     assert not connected and code == 4403
+
+
+def test_a_campaign_page_hears_that_a_human_paused_one_of_its_cells(setup):
+    # Issue 35, point 14: "a paused re-run is not marked non-autonomous on its cell": the pause reaches the
+    # campaign's socket at once (the page then fetches its cells again), not only when the attempt ends.
+    attempt = _pending(budget_mode="decisions", max_policy_calls=200, replan_interval=1)
+    _, session = _user("ivan", "intervener")
+
+    async def scenario():
+        campaign = _campaign_socket(attempt.campaign_id, session)
+        live = _socket(attempt.pk, session)
+        assert (await campaign.connect())[0] and (await live.connect())[0]
+        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        await _until(live, lambda d: d.get("type") == "event" and d["event"].get("step") == 2)
+        await live.send_json_to({"type": "intervene", "kind": "pause"})
+
+        def paused(d):
+            return d.get("type") == "event" and d["event"]["kind"] == "intervention"
+
+        heard = [d["event"] for d in await _until(campaign, paused) if paused(d)]
+        await live.send_json_to({"type": "intervene", "kind": "stop"})
+        await _until(live, _finished)
+        await run
+        await campaign.disconnect()
+        await live.disconnect()
+        return heard
+
+    heard = asyncio.run(scenario())
+    assert heard[0]["attempt"] == attempt.pk and heard[0]["autonomous"] is False
+    assert "note" not in heard[0] and "user" not in heard[0]  # small events: who paused is the live page's

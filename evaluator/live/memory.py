@@ -46,7 +46,7 @@ def campaign_group_name(campaign_id: int) -> str:
 
 
 # What a campaign page needs of its running cells, at most every CAMPAIGN_STEP_INTERVAL_S per cell.
-CAMPAIGN_EVENTS = ("started", "step", "finished")
+CAMPAIGN_EVENTS = ("started", "step", "intervention", "finished")  # an intervention changes a cell's autonomy
 CAMPAIGN_STEP_INTERVAL_S = 0.5
 
 

@@ -91,7 +91,8 @@
 
   function onEvent(e) {
     const cell = document.getElementById(`cell-${e.attempt}`);
-    if (e.kind === "finished") { refresh(); return; }
+    // An ended cell, or one a human paused, took over or stopped (no longer autonomous): fetch the cells again.
+    if (e.kind === "finished" || e.kind === "intervention") { refresh(); return; }
     // A re-run, or a cell this page does not draw (yet, or on another page of the grid): its steps change
     // nothing drawn here, its other events may (the progress line, a new re-run).
     if (!cell) { if (e.kind !== "step") refresh(); return; }

@@ -96,8 +96,16 @@
       root.dataset.step = e.step;
       counters(e.counters);
       $("live-instruction").textContent = e.instruction;
-      if (e.action) $("live-action").textContent = grouped(e.action) + (e.actor === "human" ? " (human)" : "");
-      if (e.chunk) $("live-chunk").textContent = JSON.stringify(e.chunk);
+      if (e.action) {
+        $("live-action").textContent = grouped(e.action) + (e.actor === "human" ? " (human)" : "");
+        $("live-action").title = "full precision: " + JSON.stringify(e.action);
+      }
+      if (e.chunk) {
+        // Rounded like the action above it; the exact values on hover.
+        const rows = e.chunk.map((a) => "[" + a.map((v) => v.toFixed(3)).join(", ") + "]");
+        $("live-chunk").textContent = `${e.chunk.length} action${e.chunk.length === 1 ? "" : "s"}: ${rows.join(" ")}`;
+        $("live-chunk").title = "full precision: " + JSON.stringify(e.chunk);
+      }
       if (e.decision) $("live-decision").textContent = `#${e.decision} (${e.actor})`;
       $("live-latency").textContent = e.latency_ms != null ? e.latency_ms.toFixed(1) + " ms" : "–";
       if (e.native_success !== undefined) $("live-success").textContent = String(e.native_success);

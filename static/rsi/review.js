@@ -100,10 +100,12 @@
     cell.textContent = "";
     if (message) {
       const name = "messages/call-" + String(message.call_index).padStart(4, "0");
+      // The call that saw this frame chose what comes after it: at step K that is call K+1 of a one-action policy.
+      cell.append(`call ${message.call_index} saw this frame and chose what follows: `);
       for (const ext of ["png", "json"]) {
         const a = document.createElement("a");
         a.href = fileUrl(name + "." + ext);
-        a.textContent = `call ${message.call_index} ${ext}`;
+        a.textContent = ext;
         a.className = "message-" + ext;
         cell.append(a, " ");
       }
