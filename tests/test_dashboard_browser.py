@@ -236,6 +236,7 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     assert page.inner_text("#live-message").startswith("action sent: the episode checks it")
     assert sum("rejected" in line for line in page.locator("#live-log li").all_inner_texts()) == 1
     assert "hand control back to the policy" in page.get_attribute("#btn-release", "title")
+    assert "Release hands it back to the policy" in page.inner_text("#control-hint")  # what each button does now
     shot(page, "live-taken-over")
     page.click("#btn-stop")
     wait_until(page, "document.getElementById('live').dataset.finished === '1'", timeout=30)

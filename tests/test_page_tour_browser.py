@@ -125,12 +125,13 @@ def _pair(db: Path) -> tuple[int, int]:
     return first, second
 
 
-def test_the_pair_page_has_reviews_player_keys_link_and_labelled_traces(tour, browser):
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_pair_page_has_reviews_player_keys_link_and_labelled_traces(tour, browser, width):
     # Issue 35, point 10: "no arrow keys, no #step link, play loads one PNG a step, traces without legend or axes,
     # frames misaligned when a title wraps. Give it review's player and timeline."
     base, db, _ = tour
     first, second = _pair(db)
-    page = logged_in(browser, base, "vera")
+    page = logged_in(browser, base, "vera", viewport=DESKTOP if width == "desktop" else PHONE)
     page.goto(f"{base}/campaigns/compare/pair/?a={first}&b={second}#step=3")
     page.wait_for_selector("#pair[data-ready='1']")
     at = lambda: [page.get_attribute(f"#side-{s} .pair-frame", "data-step") for s in "ab"]  # noqa: E731
@@ -149,9 +150,11 @@ def test_the_pair_page_has_reviews_player_keys_link_and_labelled_traces(tour, br
         labels = page.locator(f"#side-{side} .trace .tick-label").all_text_contents()
         assert labels[0] == "0" and labels[-1] == "12"
         assert page.locator(f"#side-{side} .trace .value-label").count() == 3
-    # Both pictures level, whatever the titles.
-    tops = [page.locator(f"#side-{s} .screen").bounding_box()["y"] for s in "ab"]
-    assert abs(tops[0] - tops[1]) < 1
+    a, b = (page.locator(f"#side-{s} .screen").bounding_box() for s in "ab")
+    if width == "desktop":  # both pictures level, whatever the titles
+        assert abs(a["y"] - b["y"]) < 1
+    else:  # one under the other, each as wide as the screen allows
+        assert b["y"] > a["y"] + a["height"] and page.evaluate(NO_PAGE_SCROLL)
     # Play shows the stored videos: no picture is fetched a step while they play.
     frames = []
     page.on("request", lambda r: frames.append(r.url) if "/frame/" in r.url else None)
@@ -270,6 +273,16 @@ def test_the_launch_form_shows_the_benchmarks_fields_its_defaults_and_the_previe
     assert -2 < panel["y"] < viewport["height"] / 2  # the preview is where the user looks, its Create with it
     assert page.locator("#create").bounding_box()["y"] < viewport["height"]
     shot(page, f"launch-preview-{width}")
+    # Point 7: a benchmark this host cannot run still previews its plan; only Create is refused, with the reason,
+    # where the preview shows.
+    page.select_option("#id_benchmark", "simple_humanoid")
+    page.check('#id_tasks input[value="G1WholebodyBendPickMP-v0"]')
+    page.click("#preview")
+    page.wait_for_selector("#create-refused")
+    assert page.locator("#create").count() == 0 and page.inner_text("#resolved-identity").startswith("simple-")
+    assert "cannot run simple_humanoid" in page.inner_text("#create-refused")
+    assert -2 < page.locator("#preview-panel").bounding_box()["y"] < viewport["height"] / 2
+    shot(page, f"launch-refused-{width}")
 
 
 # What the crawler does not open as a page: downloads (exports, evidence files, videos, pictures), the API, the

@@ -36,6 +36,15 @@
     };
     for (const [id, on] of Object.entries(enable)) if ($(id)) $(id).disabled = !on;
     $("live-status").textContent = status === "running" ? (takenOver ? "taken over" : paused ? "paused" : "running") : status;
+    // What the enabled buttons would do now, so that Resume and Release are never a guess.
+    const hint = $("control-hint");
+    if (hint) {
+      hint.textContent = !live ? ""
+        : takenOver && paused ? "Held while taken over: Resume lets your sent actions drive it; Release hands it back to the policy."
+        : takenOver ? "You drive it: each action you send is checked and executed; Release hands it back to the policy."
+        : paused ? "Held between decisions: Resume lets the policy go on; Take over to drive it yourself."
+        : "";
+    }
   }
 
   function counters(c) {
