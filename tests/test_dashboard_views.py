@@ -463,3 +463,16 @@ def test_the_launch_form_offers_each_benchmarks_sensor_tracks_and_task_scopes(op
     # one track per campaign: a track of another benchmark is refused by name
     response = operator.post(reverse("evaluator:launch"), {**LAUNCH, "sensors": "rgb-qpos31", "create": "1"})
     assert "unknown sensor track" in response.content.decode() and not Campaign.objects.exists()
+
+
+def test_long_identifiers_are_shortened_with_the_full_value_kept_for_hover_and_copy(reviewer, finished):
+    # Issue 35, point 3: "abbreviate ids with the full value on hover and copy".
+    page = reviewer.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
+    identity, protocol = finished.campaign.policy.identity, finished.campaign.protocol.protocol_id
+    assert (
+        f'<span class="ident hash"><code title="{identity}">{identity}</code><button type="button" class="copy" '
+        f'data-copy="{identity}" title="copy the full policy identity"'
+    ) in page
+    assert f'<span class="ident"><code id="campaign-protocol" title="{protocol}">{protocol}</code>' in page
+    attempts = reviewer.get(reverse("evaluator:attempts")).content.decode()
+    assert f'<td><span class="ident"><code title="{protocol}">{protocol}</code>' in attempts
