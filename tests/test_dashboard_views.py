@@ -364,7 +364,8 @@ def test_a_cell_without_video_says_why_instead_of_a_broken_image(admin_client, m
     assert not attempt.artifacts.filter(kind="video").exists()
     page = admin_client.get(reverse("evaluator:campaign", args=[attempt.campaign_id])).content.decode()
     assert f'src="{reverse("evaluator:thumbnail", args=[attempt.pk])}"' not in page
-    assert "No video: it ended (install) before a frame was recorded." in page
+    said = '<span class="term" title="protocol term: install">install</span>'
+    assert f"No video: it ended ({said}) before a frame was recorded." in page
     assert admin_client.get(reverse("evaluator:thumbnail", args=[attempt.pk])).status_code == 404
 
 
@@ -476,3 +477,13 @@ def test_long_identifiers_are_shortened_with_the_full_value_kept_for_hover_and_c
     assert f'<span class="ident"><code id="campaign-protocol" title="{protocol}">{protocol}</code>' in page
     attempts = reviewer.get(reverse("evaluator:attempts")).content.decode()
     assert f'<td><span class="ident"><code title="{protocol}">{protocol}</code>' in attempts
+
+
+def test_protocol_terms_are_said_in_words_with_the_term_on_hover(reviewer, finished):
+    # Issue 35, point 12: "Say it in the user's words, with a glossary line or tooltip where a protocol term is
+    # needed."
+    page = reviewer.get(reverse("evaluator:review", args=[finished.pk])).content.decode()
+    assert finished.termination_reason == "call_budget"
+    assert 'ended by <span class="term" title="protocol term: call_budget">policy call budget spent</span>' in page
+    campaign = reviewer.get(reverse("evaluator:campaign", args=[finished.campaign_id])).content.decode()
+    assert '<span class="term" title="protocol term: policy_error">policy error</span> 0' in campaign
