@@ -102,13 +102,16 @@ def _evaluate(page, expression: str):
 
 
 # Elements of a panel drawn outside it, or cut by their own overflow: text a reader cannot see. A box that scrolls
-# (.table-box) and a shortened identifier (.ident: full value on hover and copy) cut on purpose.
+# (.table-box), a shortened identifier (.ident: full value on hover and copy) and a drawing's parts (cut at the
+# drawing's edge) are cut on purpose.
 CLIPPED = """(selector) => {
   const out = [];
   for (const panel of document.querySelectorAll(selector)) {
     const edge = panel.getBoundingClientRect();
     for (const node of panel.querySelectorAll('*')) {
-      if (node.closest('.table-box, .table-scroll, .ident') || node.offsetParent === null) continue;
+      // a drawing's own parts are cut at its edge by design, as is what scrolls or is shortened on purpose
+      if (node.ownerSVGElement || node.closest('.table-box, .table-scroll, .ident')) continue;
+      if (node.offsetParent === null && !(node instanceof SVGElement)) continue;
       const box = node.getBoundingClientRect();
       const style = getComputedStyle(node);
       const outside = box.width > 0 && (box.right > edge.right + 1 || box.left < edge.left - 1);
