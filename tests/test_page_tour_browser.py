@@ -293,8 +293,8 @@ NOT_PAGES += ("/accounts/logout/", "/export/", ".csv", ".json")
 
 def _crawl(page, base: str, limit: int = 80) -> tuple[dict[str, int], list[str]]:
     """Every page reachable by links from the home page, each address once (one of its sort or filter variants):
-    ({page: status}, the 4xx and 5xx the browser met on them besides the page's own status, console errors, and
-    the pages wider than the screen)."""
+    ({page: status}, the 4xx and 5xx the browser met on them besides the page's own status, console errors, the
+    pages wider than the screen, and text cut or drawn outside the page)."""
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"{page.url}: console {m.text}") if m.type == "error" else None)
     page.on(
@@ -305,7 +305,8 @@ def _crawl(page, base: str, limit: int = 80) -> tuple[dict[str, int], list[str]]
             else None
         ),
     )
-    seen, statuses, queue = set(), {}, ["/"]
+    # the home page, and a comparison (the picker is a form, not a link): its pairs link the side-by-side pages
+    seen, statuses, queue = set(), {}, ["/", "/campaigns/compare/?a=1&b=2"]
     while queue and len(statuses) < limit:
         path = queue.pop(0)
         variant = (
@@ -347,6 +348,7 @@ def test_a_crawl_of_every_page_as_every_role_meets_no_4xx_in_the_browser(tour, b
         assert [p for p, s in statuses.items() if s != 200] == []
         every_role_reads = ["/", "/attempts/", "/benchmarks/", "/leaderboards/", "/sim-to-real/", "/account/tokens/"]
         every_role_reads += ["/campaigns/1/", "/campaigns/3/", "/attempts/1/", "/campaigns/compare/"]
+        every_role_reads += ["/campaigns/compare/pair/?a=1&b=2"]
         assert set(every_role_reads) <= set(statuses), sorted(statuses)
 
 
