@@ -201,7 +201,7 @@ def test_the_launch_form_names_simple_humanoids_fast_mode_seed(simple_double, op
     page = operator.post(reverse("evaluator:launch"), form).content.decode()
     assert "simple_humanoid&#x27;s fast mode runs each task once with seed 20260907, not seeds [3]" in page
     page = operator.post(reverse("evaluator:launch"), {**form, "seed": "20260907"}).content.decode()
-    assert "not seeds" not in page and "<b>1</b> cells: 1 task × 1 seed" in page
+    assert "not seeds" not in page and "<b>1</b> cell: 1 task × 1 seed" in page
 
 
 def test_a_cell_of_an_unrunnable_benchmark_is_not_started(make_attempt, django_user_model):
