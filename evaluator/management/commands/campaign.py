@@ -17,11 +17,13 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.full_matrix import load_matrix
 from evaluator.protocol.identity import FULL_PROTOCOLS
+from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, check_level_and_margin
 from evaluator.protocol.seeds import consecutive_seeds, parse_seed_list
 from evaluator.records.catalog_sync import sync_catalog
-from evaluator.records.models import Attempt
+from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_cells, campaign_report
 from evaluator.records.runners import queue_name
+from evaluator.records.sequential import cells_not_run, sequential_state_of, start_order
 from evaluator.running.recorder import do_run_attempt
 
 
@@ -29,7 +31,8 @@ class Command(DatabaseCommand):
     help = (
         "Create a campaign from the shell: its tasks x frozen reset seeds become pending cells, as the launch "
         "form makes them. With --run, run every cell here, one after the other, and print the aggregates. "
-        "Takes the protocol options of `manage.py protocol`."
+        "Takes the protocol options of `manage.py protocol`. With --against, a sequential campaign on a finished "
+        "baseline's very cells (the same plan), stopped once its paired test decides."
     )
 
     def add_arguments(self, parser):
@@ -52,6 +55,17 @@ class Command(DatabaseCommand):
         seeds.add_argument("--repeats", type=int, default=1, help="N consecutive seeds from --base-seed (default 1)")
         parser.add_argument("--base-seed", type=int, default=0, help="the first seed of --repeats (default 0)")
         parser.add_argument("--name", help="the campaign's name (default: made from the plan)")
+        parser.add_argument(
+            "--against",
+            type=int,
+            metavar="CAMPAIGN",
+            help="a finished baseline campaign of the same plan: run its cells in a random order and stop starting "
+            "them once the paired test decides (docs/statistics.md)",
+        )
+        parser.add_argument("--level", type=float, help=f"with --against: the test's level (default {DEFAULT_LEVEL})")
+        parser.add_argument(
+            "--margin", type=float, help=f"with --against: the margin of no difference (default {DEFAULT_MARGIN})"
+        )
         run = parser.add_mutually_exclusive_group()
         run.add_argument("--run", action="store_true", help="run every pending cell in this process")
         run.add_argument(
@@ -74,6 +88,7 @@ class Command(DatabaseCommand):
             raise CommandError("--preview shows a full campaign's plan: give --full", returncode=2)
         ensure_builtin_policies()
         try:
+            baseline, level, margin = _sequential(options)
             if options["full"]:
                 full = load_matrix(options["full"])
                 config = config_from_options(options, full_protocol=full.protocol, matrix_sha=full.sha256[:12])
@@ -105,6 +120,9 @@ class Command(DatabaseCommand):
                     seeds=seeds,
                     policy=options["policy"],
                     config=config,
+                    against=baseline,
+                    level=level,
+                    margin=margin,
                 )
         except ProtocolError as exc:
             raise CommandError(str(exc), returncode=2) from None
@@ -115,12 +133,17 @@ class Command(DatabaseCommand):
             queued = do_start_attempts(None, cells)
             self.stderr.write(f"queued {len(queued)} cells on {queue_name(config.benchmark)}")
         if options["run"]:
-            for number, cell in enumerate(cells, 1):
+            # A sequential campaign's cells in its predeclared random order; once it decides, the rest are not run.
+            by_id = {cell.pk: cell for cell in cells}
+            for number, cell in enumerate((by_id[pk] for pk in start_order(by_id)), 1):
                 self.stderr.write(f"cell {number}/{len(cells)}: {cell.task.name} seed {cell.seed}")
                 progress = None if options["no_progress"] else ProgressBar(self.stderr)
                 finished = do_run_attempt(cell, progress=progress)
                 if progress:
                     progress.close()
+                if finished.status == Attempt.Status.NOT_RUN:
+                    self.stderr.write("  not run: the sequential test had decided")
+                    continue
                 self.stderr.write(f"  {finished.outcome}{f' ({finished.error_type})' if finished.error_type else ''}")
         cells = list(Attempt.objects.filter(pk__in=[c.pk for c in cells]).select_related("task").order_by("cell_index"))
         summary = {
@@ -131,6 +154,13 @@ class Command(DatabaseCommand):
             "cells": [{"attempt": c.pk, "task": c.task.name, "seed": c.seed, "status": c.status} for c in cells],
             "aggregates": campaign_report(cells).as_dict(),
         }
+        state = sequential_state_of(campaign)
+        if state is not None:
+            summary["sequential"] = {
+                **state.as_dict(),
+                "baseline": baseline.pk,
+                "cells_not_run": cells_not_run(campaign),
+            }
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
             return
@@ -143,6 +173,13 @@ class Command(DatabaseCommand):
             f" [{rate['wilson95_low']:.3f}, {rate['wilson95_high']:.3f}]" if rate["wilson95_low"] is not None else ""
         )
         self.stdout.write(f"{'success_rate':<24} {rate['numerator']}/{rate['denominator']}{interval}")
+        if state is not None:
+            verdict = state.verdict.label
+            when = (
+                f"after {state.decided_at} pairs" if state.decided else f"not decided after {state.counts.pairs} pairs"
+            )
+            not_run = summary["sequential"]["cells_not_run"]
+            self.stdout.write(f"{'sequential test':<24} {verdict} ({when}); {not_run} cell(s) not run")
 
     def _preview(self, matrix, families: list[str], config, as_json: bool) -> None:
         """A full campaign's plan without storing it: cells per family, and the assets this host lacks."""
@@ -165,3 +202,23 @@ class Command(DatabaseCommand):
             self.stdout.write(f"assets: cannot be checked on this host: {plan['asset_check']}")
         for family, paths in plan["missing_assets"].items():
             self.stdout.write(f"  {family} lacks {', '.join(paths)}")
+
+
+def _sequential(options: dict) -> tuple[Campaign | None, float, float]:
+    """The baseline of a sequential campaign with its level and margin (defaults where not given), or why not:
+    the same refusals as the launch form's."""
+    level = DEFAULT_LEVEL if options["level"] is None else options["level"]
+    margin = DEFAULT_MARGIN if options["margin"] is None else options["margin"]
+    if options["against"] is None:
+        if options["level"] is not None or options["margin"] is not None:
+            raise CommandError(
+                "--level and --margin set a sequential campaign's test: give --against too", returncode=2
+            )
+        return None, level, margin
+    if options["full"]:
+        raise CommandError("a sequential campaign pairs task-and-seed cells: it cannot run --full", returncode=2)
+    baseline = Campaign.objects.filter(pk=options["against"]).first()
+    if baseline is None:
+        raise CommandError(f"no campaign {options['against']} to run against", returncode=2)
+    check_level_and_margin(level, margin)
+    return baseline, level, margin
