@@ -4,6 +4,7 @@ Done when). Screenshots of each page go to test-artifacts/screenshots/."""
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -210,6 +211,11 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     wait_until(page, "Number(document.getElementById('live').dataset.step || 0) >= 3", timeout=60)
     assert page.is_hidden("#autonomy")
     wait_until(page, "document.getElementById('live-frame').naturalWidth === 640")
+    # Issue 35, point 12: "a 17-digit chunk next to a rounded action": the chunk is rounded like the action.
+    wait_until(page, "document.getElementById('live-chunk').textContent.includes('action')")
+    chunk = page.locator("#live-chunk")
+    assert re.fullmatch(r"1 action: \[(-?\d+\.\d{3}(, )?){4}\]", chunk.inner_text()), chunk.inner_text()
+    assert chunk.get_attribute("title").startswith("full precision: [[")
     # "Buttons enabled only when they apply (resume only while paused, release only while taken over)"
     assert page.is_disabled("#btn-resume") and page.is_disabled("#btn-release") and page.is_enabled("#btn-pause")
     shot(page, "live-autonomous")

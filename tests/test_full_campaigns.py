@@ -137,7 +137,8 @@ def test_the_campaign_page_shows_the_matrix_by_family_variant_and_heat_map(revie
     page = reviewer.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert 'id="matrix-families"' in page and "never topped up" in page
     # success / attempted, errors included: 12 / 14 for the family, 14 attempted of 96
-    assert "12/14 = 0.857" in page and "infrastructure_error 2" in page
+    errors = 'title="protocol term: infrastructure_error">infrastructure error</span> 2'
+    assert "12/14 = 0.857" in page and errors in page
     assert page.count('class="heat-map"') == 1 and "bridge: task x episode_id" in page
     assert page.count('title="1/1"') == 12 and page.count('title="0/1"') == 2
     assert f"?campaign={campaign.pk}&amp;sort=id" in page and "all 96 cells" in page
