@@ -38,6 +38,7 @@ FEEDBACK_SEGMENT = "action-feedback"
 AGENT_METHOD_SEGMENT = "agent-method"
 FULL_PREFIX = "simpler-full-"
 FULL_PROTOCOLS = ("visual_matching", "variant_aggregation")
+FULL_MATRIX_BENCHMARK = "simpler_env"  # the one benchmark with native full matrices
 MATRIX_SEGMENT = "matrix-"
 
 
@@ -236,8 +237,8 @@ def _full_matrix(
 ) -> tuple[str, str]:
     if full_protocol is None and matrix_sha is None:
         return "", ""
-    if benchmark != "simpler_env":
-        raise InvalidCombination(f"full matrices exist for simpler_env only, not {benchmark}")
+    if benchmark != FULL_MATRIX_BENCHMARK:
+        raise InvalidCombination(f"full matrices exist for {FULL_MATRIX_BENCHMARK} only, not {benchmark}")
     if full_protocol not in FULL_PROTOCOLS:
         raise UnknownOption(f"unknown full matrix {full_protocol!r}; allowed: {', '.join(FULL_PROTOCOLS)}")
     if not (isinstance(matrix_sha, str) and len(matrix_sha) == 12 and all(c in "0123456789abcdef" for c in matrix_sha)):

@@ -20,7 +20,14 @@ from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.full_matrix import load_matrix
-from evaluator.protocol.identity import BUDGET_MODES, FULL_PROTOCOLS, INTERACTION_MODES, ProtocolConfig, configure
+from evaluator.protocol.identity import (
+    BUDGET_MODES,
+    FULL_MATRIX_BENCHMARK,
+    FULL_PROTOCOLS,
+    INTERACTION_MODES,
+    ProtocolConfig,
+    configure,
+)
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, LEVEL_RANGE, MARGIN_RANGE
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
@@ -324,8 +331,8 @@ def applies(name: str, benchmark: str) -> bool:
     """Whether a launch field means anything for a benchmark: the form shows only the chosen benchmark's fields."""
     fam = PROTOCOLS[benchmark].family
     return {
-        "full": benchmark == "simpler_env",  # identity.configure: full matrices exist for SimplerEnv only
-        "families": benchmark == "simpler_env",
+        "full": benchmark == FULL_MATRIX_BENCHMARK,
+        "families": benchmark == FULL_MATRIX_BENCHMARK,
         "task_scope": len(fam.scopes) > 1,
         "interaction_mode": fam.agent_method,
         "action_rejection_feedback": not fam.feedback_always_on,

@@ -5,7 +5,7 @@
   "use strict";
   const root = document.getElementById("pair");
   if (!root) return;
-  const { el, titled, ticks, linkedStep, remember, keys } = window.RSISteps;
+  const { el, titled, rounded, legendItem, ticks, linkedStep, remember, keys } = window.RSISteps;
   const $ = (id) => document.getElementById(id);
   const sides = ["side-a", "side-b"].map((id) => {
     const node = $(id);
@@ -15,7 +15,6 @@
   let playing = false;
   const last = () => Math.max(...sides.map((s) => s.data.steps.length));
   const own = (side, step) => Math.min(step, side.data.steps.length);
-  const rounded = (v) => String(Number(v.toFixed(3)));
 
   const LEFT = 44, HEIGHT = 150, AXIS = 132;
   function trace(side) {
@@ -40,16 +39,7 @@
     }
     side.cursor = el("rect", { x: 0, y: 0, width: 2, height: AXIS, class: "cursor" }, svg);
     const legend = side.node.querySelector(".side-legend");
-    comps.forEach((name, i) => {
-      const item = document.createElement("span");
-      item.className = "legend-item";
-      const key = document.createElementNS(window.RSISteps.SVG, "svg");
-      key.setAttribute("width", 18);
-      key.setAttribute("height", 10);
-      el("line", { x1: 0, x2: 18, y1: 5, y2: 5, class: `series s${i % 6}` }, key);
-      item.append(key, " " + name);
-      legend.append(item);
-    });
+    comps.forEach((name, i) => legend.append(legendItem(`series s${i % 6}`, name)));
     legend.append(Object.assign(document.createElement("span"), { className: "muted", textContent: `values ±${rounded(scale)}, steps across` }));
   }
 

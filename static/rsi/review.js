@@ -13,15 +13,7 @@
   let data = null;
   let current = 0;
   const $ = (id) => document.getElementById(id);
-  const { SVG, ticks, linkedStep, remember, keys } = window.RSISteps;
-
-  function rounded(value) {
-    // Sensible rounding for reading; the full value stays in the title and data-value.
-    if (value === null || value === undefined) return "–";
-    const magnitude = Math.abs(value);
-    if (magnitude !== 0 && (magnitude < 1e-3 || magnitude >= 1e4)) return value.toExponential(2);
-    return String(Number(value.toFixed(3)));
-  }
+  const { rounded, legendItem, ticks, linkedStep, remember, keys } = window.RSISteps;
 
   // The contract's groups (body parts, or the end effector), and the gripper as its own group if there is one.
   function shownGroups() {
@@ -168,12 +160,7 @@
   const width = () => svg.clientWidth || 900;
   const x = (step) => left + (step / Math.max(1, data.steps.length)) * (width() - left - 10);
 
-  function el(name, attrs, parent = svg) {
-    const node = document.createElementNS("http://www.w3.org/2000/svg", name);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-    parent.append(node);
-    return node;
-  }
+  const el = (name, attrs, parent = svg) => window.RSISteps.el(name, attrs, parent);  // the timeline by default
 
   function legend() {
     const box = $("legend");
@@ -188,19 +175,7 @@
     entries.push(["success", "native success", "box"], ["decision", "policy decision", "tick"],
       ["decision human", "human decision", "tick"], ["decision rejected", "rejected / failed call", "tick"],
       ["instruction-change", "instruction changes", "dot"], ["intervention-mark", "intervention", "box"]);
-    for (const [cls, label, shape] of entries) {
-      const item = document.createElement("span");
-      item.className = "legend-item";
-      const key = document.createElementNS(SVG, "svg");
-      key.setAttribute("width", 18);
-      key.setAttribute("height", 10);
-      if (shape === "line") el("line", { x1: 0, x2: 18, y1: 5, y2: 5, class: cls }, key);
-      else if (shape === "tick") el("line", { x1: 9, x2: 9, y1: 0, y2: 10, class: cls }, key);
-      else if (shape === "dot") el("circle", { cx: 9, cy: 5, r: 4, class: cls }, key);
-      else el("rect", { x: 2, y: 1, width: 14, height: 8, class: cls, fill: cls === "grip" ? "#2a7" : "" }, key);
-      item.append(key, " " + label);
-      box.append(item);
-    }
+    for (const [cls, label, shape] of entries) box.append(legendItem(cls, label, shape, cls === "grip" ? "#2a7" : ""));
   }
 
   function axis(n) {

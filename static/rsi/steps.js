@@ -15,6 +15,30 @@ window.RSISteps = (function () {
     return node;
   }
 
+  // A value rounded for reading (three decimals, or two significant in exponent form when tiny or huge); the
+  // full value stays in a title beside it.
+  function rounded(value) {
+    if (value === null || value === undefined) return "–";
+    const magnitude = Math.abs(value);
+    if (magnitude !== 0 && (magnitude < 1e-3 || magnitude >= 1e4)) return value.toExponential(2);
+    return String(Number(value.toFixed(3)));
+  }
+
+  // A legend entry: a key drawn as a line, a tick, a dot or a box in the class of what it stands for, and its label.
+  function legendItem(cls, label, shape = "line", fill = "") {
+    const item = document.createElement("span");
+    item.className = "legend-item";
+    const key = document.createElementNS(SVG, "svg");
+    key.setAttribute("width", 18);
+    key.setAttribute("height", 10);
+    if (shape === "line") el("line", { x1: 0, x2: 18, y1: 5, y2: 5, class: cls }, key);
+    else if (shape === "tick") el("line", { x1: 9, x2: 9, y1: 0, y2: 10, class: cls }, key);
+    else if (shape === "dot") el("circle", { cx: 9, cy: 5, r: 4, class: cls }, key);
+    else el("rect", { x: 2, y: 1, width: 14, height: 8, class: cls, fill }, key);
+    item.append(key, " " + label);
+    return item;
+  }
+
   // About ten step ticks on round numbers (1, 2, 5 times a power of ten) from 0 to n.
   function ticks(n) {
     const raw = Math.max(1, n / 10);
@@ -57,5 +81,5 @@ window.RSISteps = (function () {
     });
   }
 
-  return { SVG, el, titled, ticks, linkedStep, remember, keys };
+  return { SVG, el, titled, rounded, legendItem, ticks, linkedStep, remember, keys };
 })();

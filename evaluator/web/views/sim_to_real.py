@@ -37,11 +37,7 @@ def scatter(points: tuple[dict, ...]) -> dict:
 
     return {
         "ticks": [{"label": f"{t:g}", "x": x(t), "y": y(t)} for t in TICKS],
-        "marks": [
-            {"number": n, "x": x(p["simulated"]), "y": y(p["real"]), "point": p, "source": source_of(p)}
-            | {"label_x": x(p["simulated"]) + 5, "label_y": y(p["real"]) - 5}
-            for n, p in enumerate(points, start=1)
-        ],
+        "marks": [_mark(n, p, x(p["simulated"]), y(p["real"])) for n, p in enumerate(points, start=1)],
         "left": LEFT,
         "right": LEFT + PLOT,
         "top": TOP,
@@ -51,6 +47,19 @@ def scatter(points: tuple[dict, ...]) -> dict:
         "y_ticks_x": LEFT - 5,
         "middle_x": LEFT + PLOT / 2,
         "middle_y": TOP + PLOT / 2,
+    }
+
+
+def _mark(number: int, point: dict, x: float, y: float) -> dict:
+    """A policy's point at (x, y), its number just above to the right, and where its rates come from."""
+    return {
+        "number": number,
+        "x": x,
+        "y": y,
+        "label_x": x + 5,
+        "label_y": y - 5,
+        "point": point,
+        "source": source_of(point),
     }
 
 
