@@ -25,6 +25,8 @@ os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
 # A test's transaction holds SQLite's write lock, which a heartbeat thread would wait on: heartbeats
 # are tested where attempts run in processes of their own (tests/test_scale_out.py).
 os.environ.setdefault("RSI_HEARTBEAT_S", "3600")
+# The doubles' modes reach the workers the way an operator's own settings would (evaluator/native/child_env.py).
+os.environ.setdefault("RSI_CHILD_ENV_PASS", "DOUBLE_*,SIMPLE_DOUBLE_*")
 
 
 @pytest.fixture(autouse=True)

@@ -67,7 +67,7 @@ def perturbing_worker(monkeypatch):
         return dataclasses.replace(spec, script=DOUBLE), options
 
     monkeypatch.setattr("evaluator.exports.replay.native_conditions", through_the_double)
-    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
+    monkeypatch.setenv("DOUBLE_PERTURB_STEP", "7")
 
 
 def test_a_perturbed_frame_is_reported_divergent_at_exactly_its_step_with_the_pixel_count(
@@ -234,7 +234,7 @@ def test_a_campaign_check_replays_cells_picked_at_random_and_records_the_pick(fo
 def test_the_campaign_page_shows_the_share_reproduced_beside_the_aggregates(
     four_cells, operator, perturbing_worker, django_capture_on_commit_callbacks, monkeypatch
 ):
-    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "3")
+    monkeypatch.setenv("DOUBLE_PERTURB_STEP", "3")
     submitted = []
     monkeypatch.setattr("evaluator.execution.executor.submit_replay", lambda *args: submitted.append(args))
     with django_capture_on_commit_callbacks(execute=True):
@@ -288,7 +288,7 @@ def test_doctors_determinism_probe_runs_a_benchmark_twice_and_finds_where_it_dif
         "seconds": 0,
     }
     # the second run through the double that perturbs the frame of step 7
-    monkeypatch.setenv("RSI_DOUBLE_PERTURB_STEP", "7")
+    monkeypatch.setenv("DOUBLE_PERTURB_STEP", "7")
     specs = [worker_spec("fetch"), dataclasses.replace(worker_spec("fetch"), script=DOUBLE)]
     monkeypatch.setattr("evaluator.readiness.determinism.worker_spec", lambda benchmark, details: specs.pop(0))
     probe = determinism_probe("fetch", steps=8)

@@ -22,7 +22,7 @@ TIMEOUTS = {"describe": 10.0, "reset": 10.0, "step": 2.0, "close": 5.0}
 
 
 def _scripted(**script) -> NativeWorker:
-    env = {f"RSI_DOUBLE_{name.upper()}": str(value) for name, value in script.items()}
+    env = {f"DOUBLE_{name.upper()}": str(value) for name, value in script.items()}
     worker = NativeWorker(WorkerSpec("scripted", sys.executable, SCRIPTED, env, TIMEOUTS))
     worker.reset(0)
     return worker

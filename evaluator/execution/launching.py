@@ -110,15 +110,11 @@ def plan_problems(
         problems.append(LaunchRefused("select at least one task"))
     catalog = load_catalog(benchmark)
     problems += _problems(*(functools.partial(catalog.task_in_scope, config, name) for name in task_names))
-    required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
-    if required and config.sensors != required:
-        problems.append(InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}"))
-    # Refuses settings it cannot use, and hosts the deployment does not allow; a local module must load. No server
-    # is contacted.
-    problems += _problems(lambda: check_policy_host(policy.spec, settings.RSI_POLICY_HOSTS))
-    problems += _problems(
-        lambda: _policy_fits(policy, config, [catalog.tasks[n] for n in task_names if n in catalog.tasks])
-    )
+    tasks = [catalog.tasks[n] for n in task_names if n in catalog.tasks]
+    fits = policy_problems(policy, config, tasks)
+    problems += fits
+    if not fits:  # a local module must load: never one the plan refuses (its files may name what must not run)
+        problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).verify())
     loaded = set(
         Task.objects.filter(benchmark__name=benchmark, name__in=task_names, in_catalog=True).values_list(
             "name", flat=True
@@ -130,11 +126,17 @@ def plan_problems(
     return problems + (_problems(lambda: check_ready(benchmark)) if ready else [])
 
 
-def _policy_fits(policy: Policy, config: ProtocolConfig, tasks: list) -> None:
-    """The policy can be built, needs nothing the plan's tasks lack (a checkpoint's features), and loads."""
-    built = build_policy(policy.spec, policy.settings, config)
-    built.check_tasks(tasks)
-    built.verify()
+def policy_problems(policy: Policy, config: ProtocolConfig, tasks: list) -> list[ProtocolError]:
+    """Whether the policy may run on these tasks under `config`, asked before anything of it loads or is called (the
+    launch and the policy check alike): privileged state only on its track, settings it can use, hosts the deployment
+    allows, and nothing the tasks lack (a checkpoint's features and processor files). No server is contacted."""
+    problems: list[ProtocolError] = []
+    required = PRIVILEGED_POLICIES.get(policy.spec.removeprefix("builtin:"))
+    if required and config.sensors != required:
+        problems.append(InvalidCombination(f"policy {policy.name} reads privileged state: select sensors {required!r}"))
+    problems += _problems(lambda: check_policy_host(policy.spec, settings.RSI_POLICY_HOSTS))
+    problems += _problems(lambda: build_policy(policy.spec, policy.settings, config).check_tasks(tasks))
+    return problems
 
 
 def _problems(*checks: Callable[[], object]) -> list[ProtocolError]:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.execution.launching import policy_record
-from evaluator.policies.specs import check_model_path, check_policy_host
+from evaluator.execution.launching import policy_problems, policy_record
+from evaluator.policies.specs import check_model_path, under_model_root
 from evaluator.protocol.catalogs import TaskSpec, load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
 from evaluator.protocol.identity import ProtocolConfig, configure
@@ -32,7 +32,7 @@ def check_policy_check(
     """What the check would call, or every reason it may not (LaunchRefused holds each)."""
     check_can(user, "launch_campaign")
     problems: list[ProtocolError] = []
-    config = spec = task_spec = None
+    config = task_spec = None
     try:
         config = configure(benchmark, sensors=sensors or None, replan_interval=replan_interval)
     except ProtocolError as exc:
@@ -43,16 +43,19 @@ def check_policy_check(
             task_spec = catalog.task_in_scope(config, task) if task else next(iter(catalog.tasks.values()))
         except ProtocolError as exc:
             problems.append(exc)
+    record = None
     try:
+        # The model root is checked before the folder is read and hashed (policy_record hashes it).
+        check_model_path(under_model_root(policy.strip(), settings.RSI_MODEL_ROOT), Path(settings.RSI_MODEL_ROOT))
         record = policy_record(policy.strip())
-        spec, policy_settings = record.spec, record.settings
-        check_model_path(spec, Path(settings.RSI_MODEL_ROOT))
-        check_policy_host(spec, settings.RSI_POLICY_HOSTS)
     except ProtocolError as exc:
         problems.append(exc)
+    if record is not None and task_spec is not None:
+        # The launch's own checks: a policy the launch would refuse is never called.
+        problems += policy_problems(record, config, [task_spec])
     if problems:
         raise LaunchRefused(problems)
-    return CheckPlan(spec, policy_settings, config, task_spec)
+    return CheckPlan(record.spec, record.settings, config, task_spec)
 
 
 def do_check_policy(user, **request) -> PolicyCheck:

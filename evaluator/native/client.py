@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from environment.workers.wire import MAX_ARRAY_BYTES, FrameTooLarge, ProtocolViolation, frame_parts, read_frame
+from evaluator.native.child_env import child_environment
 from evaluator.protocol.scoring import ErrorType
 
 STDERR_LINES = 200
@@ -84,7 +85,7 @@ class NativeWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env={**os.environ, **spec.env},
+                env=child_environment(spec.env),
                 start_new_session=True,
             )
         except OSError as exc:

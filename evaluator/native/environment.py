@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from evaluator.native.child_env import child_environment
 from evaluator.protocol.errors import ProtocolError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def mujoco_gl(python: str) -> str:
         return explicit
     for backend in ("egl", "osmesa"):
         probe = subprocess.run(
-            [python, "-c", _GL_PROBE], env={**os.environ, "MUJOCO_GL": backend}, capture_output=True, timeout=60
+            [python, "-c", _GL_PROBE], env=child_environment({"MUJOCO_GL": backend}), capture_output=True, timeout=60
         )
         if probe.returncode == 0:
             return backend
@@ -85,7 +86,7 @@ def _vulkan_probe(env_items: frozenset) -> dict:
     try:
         result = subprocess.run(
             [sys.executable, str(VULKAN_PROBE)],
-            env={**os.environ, **dict(env_items)},
+            env=child_environment(dict(env_items)),
             capture_output=True,
             text=True,
             timeout=60,

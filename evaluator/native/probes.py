@@ -14,6 +14,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from evaluator.native.child_env import child_environment
 from evaluator.native.environment import (
     LAYER_DIR,
     ROOT,
@@ -32,9 +33,7 @@ LAYER_OFF = {"VK_INSTANCE_LAYERS": ""}
 
 
 def _run(command: list[str], env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command, input=stdin, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}
-    )
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=300, env=child_environment(env))
 
 
 def sapien_renderer(python: str, env: dict) -> dict:

@@ -14,6 +14,7 @@ import contextlib
 import heapq
 import http.client
 import itertools
+import json
 import os
 import socket
 import threading
@@ -132,6 +133,23 @@ def _transport_failure(exc: Exception, deadline: CallDeadline, what: str) -> Pol
     )
 
 
+def credential_headers(parsed: urllib.parse.SplitResult) -> dict[str, str]:
+    """The Authorization header the server holds for this policy host (RSI_POLICY_CREDENTIALS: a JSON file of
+    {"host" or "host:port": header value}, docs/policies.md "Credentials"); none where it holds none. A URL never
+    carries a credential: it is stored and shown to every reader."""
+    path = os.environ.get("RSI_POLICY_CREDENTIALS", "")
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as file:
+            held = json.loads(file.read(1 << 16))
+    except (OSError, ValueError) as exc:
+        raise PolicySetupFailure(f"RSI_POLICY_CREDENTIALS cannot be read: {exc}") from None
+    host = (parsed.hostname or "").lower()
+    value = held.get(f"{host}:{parsed.port}", held.get(host)) if isinstance(held, dict) else None
+    return {"Authorization": value} if isinstance(value, str) and value else {}
+
+
 class KeptConnection:
     """One HTTP(S) connection kept open across the calls of an episode, as a client of a model server
     would keep it. After any failure it is dropped: its state is unknown, and a late reply must never
@@ -166,7 +184,7 @@ class KeptConnection:
 
     def _post(self, path: str, body: bytes | list, media_type: str, deadline: CallDeadline) -> tuple[int, bytes]:
         connection = self.connection
-        headers = {"Content-Type": media_type}
+        headers = {"Content-Type": media_type, **credential_headers(self.parsed)}
         if isinstance(body, list):
             headers["Content-Length"] = str(sum(memoryview(part).nbytes for part in body))
         try:

@@ -19,9 +19,10 @@ from environment.workers.checksums import folder_sha256
 from evaluator.native.client import WorkerSpec
 from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
 from evaluator.policies.calls import MAX_REPLY_BYTES
+from evaluator.policies.checkpoint_files import CheckpointRefused, processor_problems, read_json_file
 from evaluator.policies.hosted import HostedPolicy
 from evaluator.protocol.catalogs import TaskSpec
-from evaluator.protocol.errors import LaunchRefused, ProtocolError
+from evaluator.protocol.errors import LaunchRefused
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.registry import action_contract, benchmark_protocol
 
@@ -34,19 +35,12 @@ def lerobot_python() -> str:
     return os.environ.get("RSI_LEROBOT_PYTHON") or str(ROOT / ".venv-lerobot" / "bin" / "python")
 
 
-class CheckpointRefused(ProtocolError):
-    """A folder that is not a LeRobot checkpoint RSI can run."""
-
-
 def checkpoint_config(folder: Path) -> dict:
-    """The checkpoint's config.json, or CheckpointRefused saying what is missing."""
+    """The checkpoint's config.json, or CheckpointRefused saying what is missing or why it is not read."""
     path = Path(folder) / "config.json"
-    try:
-        config = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CheckpointRefused(f"{folder} is not a LeRobot checkpoint: it has no config.json") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CheckpointRefused(f"{path} is not JSON ({exc})"[:300]) from None
+    if not path.exists() and not path.is_symlink():
+        raise CheckpointRefused(f"{folder} is not a LeRobot checkpoint: it has no config.json")
+    config = read_json_file(path)
     if not isinstance(config, dict) or not isinstance(config.get("type"), str):
         raise CheckpointRefused(f"{path} names no policy type")
     return config
@@ -133,7 +127,11 @@ class LeRobotPolicy(HostedPolicy):
         self.mapping: dict | None = None
 
     def check_tasks(self, tasks: list[TaskSpec]) -> None:
-        """At launch, with the plan's tasks: every feature maps on every task, or LaunchRefused naming each."""
+        """At launch, with the plan's tasks, before anything loads: the processor files name only LeRobot's registered
+        steps, and every feature maps on every task; or LaunchRefused naming each problem."""
+        refused = processor_problems(self.path)
+        if refused:
+            raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in refused])
         checkpoint = checkpoint_config(self.path)
         problems = list(
             dict.fromkeys(p for task in tasks for p in feature_problems(checkpoint, self.config, task, self.resize))
@@ -200,6 +198,5 @@ class LeRobotPolicy(HostedPolicy):
 
 def checkpoint_sha256(folder: Path) -> str:
     """The identity's checksum of a checkpoint folder: any file added, removed or edited makes a new policy."""
-    if not (Path(folder) / "config.json").is_file():
-        raise CheckpointRefused(f"{folder} is not a LeRobot checkpoint: it has no config.json")
+    checkpoint_config(Path(folder))  # a checkpoint's, read as hostile, before any of its files is hashed
     return folder_sha256(Path(folder))

@@ -11,6 +11,7 @@ through the preprocessor, `predict_action_chunk` cut to n_action_steps, the post
 and the time that took in this process (compute_ms: the call's latency less it is what the process hop adds).
 """
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ def load(request, arrays):
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
     except ImportError as exc:
         raise NativeError("install", f"lerobot is not installed here ({exc}): make lerobot-env") from None
+    refuse_unregistered_steps(folder)
     config = PreTrainedConfig.from_pretrained(folder)
     config.device = request.get("device", "cpu")
     policy = get_policy_class(config.type).from_pretrained(folder, config=config).eval()
@@ -73,6 +75,20 @@ def load(request, arrays):
         "device": config.device,
         "load_s": time.perf_counter() - started,
     }, {}
+
+
+def refuse_unregistered_steps(folder: Path) -> None:
+    """LeRobot imports a processor step's "class" by its dotted path: only its registered steps load here (the
+    launch refuses the others first, evaluator/policies/checkpoint_files.py; this holds if a file changed since)."""
+    from lerobot.processor.pipeline import ProcessorStepRegistry
+
+    known = set(ProcessorStepRegistry.list())
+    for name in PROCESSORS:
+        with (folder / name).open("rb") as file:
+            steps = json.loads(file.read(1 << 20)).get("steps", [])
+        for index, step in enumerate(steps):
+            if "class" in step or step.get("registry_name") not in known:
+                raise NativeError("install", f"{name} step {index} is not a registered LeRobot processor step")
 
 
 def observation(arrays, task: str) -> dict:

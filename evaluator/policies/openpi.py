@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket as socket_module
+import urllib.parse
 from dataclasses import dataclass, field
 
 import msgpack
@@ -24,7 +25,7 @@ from evaluator.policies.base import (
     PolicySetupFailure,
     Usage,
 )
-from evaluator.policies.calls import MAX_REPLY_BYTES, CallDeadline, too_large
+from evaluator.policies.calls import MAX_REPLY_BYTES, CallDeadline, credential_headers, too_large
 from evaluator.policies.replies import check_nesting, excerpt
 from evaluator.protocol.scoring import ErrorType
 
@@ -142,6 +143,7 @@ class OpenPiPolicy(Policy):
                     max_size=MAX_REPLY_BYTES,
                     open_timeout=deadline.remaining(),
                     close_timeout=1,
+                    additional_headers=credential_headers(urllib.parse.urlsplit(self.uri)),
                     legacy=True,
                 )
                 received = self.socket.recv(timeout=deadline.remaining())

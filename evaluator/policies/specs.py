@@ -24,8 +24,9 @@ from pathlib import Path
 from evaluator.policies.base import Policy
 from evaluator.policies.builtin import BUILTIN_POLICIES
 from evaluator.policies.chat import STAGES, ChatPolicy
+from evaluator.policies.checkpoint_files import CheckpointRefused, symlinks_leaving
 from evaluator.policies.http_json import HttpJsonPolicy
-from evaluator.policies.lerobot_checkpoint import CheckpointRefused, LeRobotPolicy, checkpoint_sha256
+from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, checkpoint_sha256
 from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.policies.torchscript import TorchScriptPolicy
 from evaluator.protocol.errors import ProtocolError
@@ -127,6 +128,8 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
     else:
         raise InvalidPolicySpec(f"unknown policy spec {spec!r}: see `manage.py evaluate --help`")
     target, _, query = rest.partition("?")
+    if transport in NETWORK_TRANSPORTS:
+        check_policy_url(target)
     settings = {}
     for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key not in SETTING_TYPES:
@@ -153,6 +156,29 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
     return transport, target, settings
 
 
+NETWORK_TRANSPORTS = ("http", "openpi", "openai")
+
+
+def check_policy_url(url: str) -> None:
+    """A policy server's address, parsed as the transport will parse it: a host, a port in 1..65535 if any, and no
+    user or password (a URL is stored and shown to every reader: a credential is a setting the server holds,
+    docs/policies.md)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (urllib checks the port only when it is asked for)
+    except ValueError:
+        raise InvalidPolicySpec(f"policy URL {url[:100]!r}: its port is not a number in 1..65535") from None
+    if parts.username is not None or parts.password is not None:
+        raise InvalidPolicySpec(
+            "a policy URL may not hold a user or password (it is stored and shown to every reader): "
+            "see docs/policies.md, 'Credentials'"
+        )
+    if not parts.hostname:
+        raise InvalidPolicySpec(f"policy URL {url[:100]!r} names no host")
+    if parts.port == 0:
+        raise InvalidPolicySpec(f"policy URL {url[:100]!r}: port 0 is no server's port")
+
+
 LOCAL_MODELS = {"torchscript:": "TorchScript modules", "lerobot:": "LeRobot checkpoints"}
 
 
@@ -166,6 +192,12 @@ def check_model_path(spec: str, model_root: Path) -> None:
     if not target.resolve().is_relative_to(model_root.resolve()):
         raise InvalidPolicySpec(
             f"{LOCAL_MODELS[prefix]} launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
+        )
+    # A file of the folder that links out of the root would be read and hashed, then loaded.
+    leaving = symlinks_leaving(target, model_root) if target.is_dir() else []
+    if leaving:
+        raise InvalidPolicySpec(
+            f"{target.name} holds symlinks that leave {model_root} (RSI_MODEL_ROOT): {', '.join(leaving[:5])}"
         )
 
 

@@ -1,5 +1,5 @@
 """A named double of RSI's Fetch worker (environment/workers/fetch_worker.py) for replay tests: the real
-worker, except that the frame it returns at step RSI_DOUBLE_PERTURB_STEP has a 10 x 10 block of pixels
+worker, except that the frame it returns at step DOUBLE_PERTURB_STEP has a 10 x 10 block of pixels
 changed (each channel + 1, modulo 256), so that a replay through it diverges at exactly that step by
 exactly 100 pixels. Run with the evaluator's interpreter: it imports the real worker beside it."""
 
@@ -16,7 +16,7 @@ PERTURBED_PIXELS = 100
 
 
 class PerturbingFetchWorker(FetchWorker):
-    perturb_at = int(os.environ["RSI_DOUBLE_PERTURB_STEP"])
+    perturb_at = int(os.environ["DOUBLE_PERTURB_STEP"])
     steps = 0
 
     def step(self, request, arrays):

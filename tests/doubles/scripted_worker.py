@@ -1,7 +1,7 @@
 """A test double of a native worker with scripted steps, served by the real protocol (wire.serve_worker):
-its frames are 8 x 8 and filled with the step number. RSI_DOUBLE_TERMINATE_AT makes that step and the
-ones after it report terminated; RSI_DOUBLE_FAIL_AT makes that step fail with a render error;
-RSI_DOUBLE_HANG_AT makes that step never return. Each step's info says whether its action arrived
+its frames are 8 x 8 and filled with the step number. DOUBLE_TERMINATE_AT makes that step and the
+ones after it report terminated; DOUBLE_FAIL_AT makes that step fail with a render error;
+DOUBLE_HANG_AT makes that step never return. Each step's info says whether its action arrived
 writable and owning its memory, as the real workers' controllers need it (upstream_simplerenv_facts.md)."""
 
 import os
@@ -16,7 +16,7 @@ from wire import NativeError, serve_worker
 
 
 def _script(name: str) -> int | None:
-    value = os.environ.get(f"RSI_DOUBLE_{name}")
+    value = os.environ.get(f"DOUBLE_{name}")
     return int(value) if value else None
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import datetime
-import io
 import json
 
 from django.contrib.auth.decorators import login_required
@@ -14,6 +12,7 @@ from django.db.models import DurationField, ExpressionWrapper, F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from evaluator.exports.spreadsheets import csv_text
 from evaluator.records.models import Attempt, Benchmark, Campaign
 from evaluator.records.queries import (
     campaign_cells,
@@ -95,6 +94,7 @@ def _without(request: HttpRequest, *keys: str) -> str:
     return query.urlencode()
 
 
+EXPORT_FORMATS = ("csv", "json")
 EXPORT_COLUMNS = (
     "attempt",
     "campaign",
@@ -166,11 +166,8 @@ def export_row(a: Attempt) -> dict:
 def _export(queryset, fmt: str, stem: str) -> HttpResponse:
     rows = [export_row(a) for a in queryset.iterator(chunk_size=500)]
     if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+        body = csv_text(EXPORT_COLUMNS, ([row[column] for column in EXPORT_COLUMNS] for row in rows))
+        response = HttpResponse(body, content_type="text/csv")
     else:
         response = HttpResponse(json.dumps({"attempts": rows}, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
@@ -182,8 +179,10 @@ def attempts(request: HttpRequest) -> HttpResponse:
     require(request, "view_attempt")
     params, queryset, sort = search_attempts(request)
     fmt = request.GET.get("format")
-    if fmt in ("json", "csv"):
+    if fmt in EXPORT_FORMATS:
         return _export(queryset, fmt, "rsi-attempts")
+    if fmt:
+        raise BadRequest(f"format must be {' or '.join(EXPORT_FORMATS)}")
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -206,6 +205,8 @@ def attempts(request: HttpRequest) -> HttpResponse:
 def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     require(request, "view_campaign")
     campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if fmt not in EXPORT_FORMATS:
+        raise BadRequest(f"export.{fmt[:20]}: the format must be {' or '.join(EXPORT_FORMATS)}")
     queryset = (
         Attempt.objects.filter(campaign=campaign)
         .select_related("task__benchmark", "campaign__policy", "campaign__protocol")

@@ -3,8 +3,6 @@ finished campaign under exactly it; sortable, exportable as CSV or JSON (the API
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from django.contrib.auth.decorators import login_required
@@ -14,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
 
+from evaluator.exports.spreadsheets import csv_text
 from evaluator.records.leaderboards import Board, BoardRow, board, board_entries
 from evaluator.web.access import require
 from evaluator.web.api.leaderboards import METHOD, board_out
@@ -77,11 +76,9 @@ def _plans_differ(found: Board) -> bool:
 
 
 def _csv(found: Board) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
     header = ["rank", "tied", "policy", "campaign", "successes", "completed", "success_rate", "wilson95_low"]
     header += ["wilson95_high", "non_autonomous"] + [f"{task}_successes/completed" for task in found.tasks]
-    writer.writerow(header)
+    rows = []
     for row in found.rows:
         rate = row.success_rate
         low, high = rate.interval or (None, None)
@@ -89,11 +86,11 @@ def _csv(found: Board) -> str:
             f"{r.numerator}/{r.denominator}" if (r := row.per_task.get(task)) is not None else ""
             for task in found.tasks
         ]
-        writer.writerow(
+        rows.append(
             [row.standing.rank, row.standing.tied, row.campaign.policy.name, row.campaign.pk, rate.numerator]
             + [rate.denominator, rate.value, low, high, row.non_autonomous, *tasks]
         )
-    return out.getvalue()
+    return csv_text(header, rows)
 
 
 def _attachment(response: HttpResponse, found: Board, ext: str) -> HttpResponse:
