@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,18 @@ def test_a_symlink_out_of_the_model_root_at_any_depth_is_refused_before_it_is_re
     (folder / "shared.bin").symlink_to(model_root / "shared.bin")
     response = post(operator, "/api/v1/campaigns/preview", {**PLAN, "policy": "lerobot:act-link"})
     assert response.status_code == 200, response.content[:500]
+
+
+def test_a_checkpoint_checked_on_a_track_without_its_state_is_refused_before_it_loads(
+    operator, model_root, act_checkpoint
+):
+    # Issue 42, item 2: "a LeRobot checkpoint checked without sensors: `KeyError: None` ..., after about 60 s of
+    # loading. The check runs the launch's own compatibility checks first and refuses with the same reasons."
+    copy_of(act_checkpoint, model_root, "act")
+    started = time.monotonic()
+    response = post(operator, "/api/v1/policies/check", {"policy": "lerobot:act", "benchmark": "fetch", "task": "push"})
+    assert response.status_code == 422
+    assert response.json()["reasons"] == [
+        "act: observation.state: the rgb track shows no state: select sensors privileged-state"
+    ]
+    assert time.monotonic() - started < 5  # refused from config.json: nothing was loaded

@@ -144,3 +144,24 @@ def test_a_real_openpi_servers_chunk_of_the_wrong_width_is_refused(operator, sto
     uri, _ = stock_server("libero", 7)  # a policy trained for a 7-dimensional arm, pointed at Fetch's 4
     result = check(operator, f"openpi+{uri}?profile=libero")
     assert (result["valid"], result["error_type"], result["chunk_length"]) == (False, "wrong_length", None)
+
+
+def test_a_policy_the_launch_refuses_is_refused_by_the_check_with_the_launchs_reasons(operator):
+    # Issue 42, item 2: "The check runs the launch's own compatibility checks first and refuses with the same
+    # reasons; a policy the launch would refuse is never called." fetch-oracle reads privileged state.
+    checked = operator.post(
+        "/api/v1/policies/check",
+        json.dumps({"policy": "fetch-oracle", "benchmark": "fetch"}),
+        content_type="application/json",
+    )
+    launched = operator.post(
+        "/api/v1/campaigns/preview",
+        json.dumps({"policy": "fetch-oracle", "benchmark": "fetch", "tasks": ["reach"]}),
+        content_type="application/json",
+    )
+    assert (checked.status_code, launched.status_code) == (422, 422)
+    assert checked.json()["reasons"] == [
+        "policy fetch-oracle reads privileged state: select sensors 'privileged-state'"
+    ]
+    assert set(checked.json()["reasons"]) <= set(launched.json()["reasons"])
+    assert Attempt.objects.count() == 0

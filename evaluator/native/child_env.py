@@ -45,7 +45,7 @@ PASSED_NAMES = frozenset(
 # Whole families of rendering, accelerator and math-library settings.
 PASSED_PREFIXES = ("LC_", "VK_", "MESA_", "LIBGL_", "LP_", "EGL_", "CUDA_", "NVIDIA_", "OPENBLAS_", "MKL_")
 # Never passed, even when an operator or a caller names it: what a credential's name looks like.
-CREDENTIAL = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|API_?KEY|PRIVATE|DATABASE|REDIS|BROKER|_URL$|^RSI_")
+CREDENTIAL = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|KEY|PRIVATE|DATABASE|REDIS|BROKER|_URL$|^RSI_")
 
 
 def operator_passed() -> frozenset[str]:
