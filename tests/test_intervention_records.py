@@ -80,3 +80,45 @@ def test_a_paused_attempt_closes_as_interrupted_when_its_process_is_asked_to_sto
     attempt = run_cell(policy="paused", budget_mode="decisions", max_policy_calls=8, replan_interval=1)
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "interrupted")
     assert attempt.policy_calls == 2 and attempt.autonomous is False  # paused after its second call, then closed
+
+
+class ClickedWhileClosing(Policy):
+    """A zero action each call; when its episode ends (after the last control, before the attempt is recorded as
+    finished) a watcher clicks every control."""
+
+    user = None
+    refusals: list = []
+    seen: list = []
+
+    def act(self, message):
+        return PolicyReply({"actions": [[0.0, 0.0, 0.0, 0.0]]})
+
+    def end_episode(self):
+        from evaluator.live.hub import hub
+        from evaluator.protocol.errors import ControlsEnded
+
+        attempt = Attempt.objects.get(status="running")
+        self.seen.append(hub.snapshot(attempt.pk))
+        for kind in ("pause", "take_over", "stop", "annotate"):
+            try:
+                do_intervene(self.user, attempt.pk, kind, note="too late")
+            except ControlsEnded as refused:
+                self.refusals.append((kind, str(refused)))
+
+
+def test_a_pause_after_the_last_control_is_refused_and_the_attempt_stays_autonomous(run_cell, register_policy):
+    # Issue 42, item 3: "A pause after the last step takes an episode out of the results ... Once the last control
+    # has executed, the server refuses every intervention with a typed reason and the page shows the controls as
+    # ended."
+    user = get_user_model().objects.create_user("late")
+    user.groups.add(Group.objects.get(name="intervener"))
+    ClickedWhileClosing.user = user
+    register_policy("clicked", ClickedWhileClosing)
+    attempt = run_cell(task="reach", policy="clicked")
+    assert attempt.termination_reason == "evaluation_horizon" and attempt.environment_steps == 50
+    refusals = ClickedWhileClosing.refusals
+    assert [kind for kind, _ in refusals] == ["pause", "take_over", "stop", "annotate"]
+    assert "the attempt's last control has executed" in refusals[0][1]
+    assert ClickedWhileClosing.seen[0]["controls_ended"] is True  # what a late viewer's page is given
+    attempt.refresh_from_db()
+    assert attempt.autonomous and not attempt.interventions.exists()

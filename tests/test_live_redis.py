@@ -99,7 +99,12 @@ def test_an_intervention_is_refused_and_recorded_nowhere_when_redis_is_down(redi
     # The running attempt's state as a worker's publisher stores it.
     redis.Redis.from_url(server.url).set(f"rsi:live:{attempt.pk}:state", json.dumps({"status": "running", "step": 4}))
     user, _ = _user("ivan", "intervener")
-    assert web.control_flags(attempt.pk) == {"paused": False, "taken_over": False, "stopping": False}
+    assert web.control_flags(attempt.pk) == {
+        "paused": False,
+        "taken_over": False,
+        "stopping": False,
+        "controls_ended": False,
+    }
     server.stop()
     with pytest.raises(InterventionRefused, match="cannot reach the worker"):
         do_intervene(user, attempt.pk, "stop")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from evaluator.live.hub import hub
-from evaluator.protocol.errors import InterventionRefused
+from evaluator.live.memory import ENDED
+from evaluator.protocol.errors import ControlsEnded, InterventionRefused
 from evaluator.protocol.interventions import INTERVENTIONS, WITHDRAWS_AUTONOMY
 from evaluator.records.models import Attempt, Intervention
 from evaluator.records.roles import check_can
@@ -23,6 +24,8 @@ def check_intervene(user, attempt: Attempt, kind: str, note: str = "") -> None:
     flags = hub.control_flags(attempt.pk)
     if attempt.status != Attempt.Status.RUNNING or flags is None:
         raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running under this executor")
+    if flags.get("controls_ended"):
+        raise ControlsEnded(ENDED)
     if kind == "action" and not flags["taken_over"]:
         raise InterventionRefused("take over before sending actions")
 

@@ -31,9 +31,11 @@ import numpy as np
 from channels.layers import get_channel_layer
 from PIL import Image
 
+from evaluator.protocol.errors import ControlsEnded
 from evaluator.protocol.interventions import Directive
 
 JPEG_QUALITY = 85
+ENDED = "the attempt's last control has executed: it is closing, and nothing is left to intervene in"
 EVENT_DELAY_S = 0.1  # how long an event without a new picture may wait for the next one's message
 
 
@@ -93,7 +95,7 @@ class AttemptControl:
 
     def __init__(self, on_change, max_hold: float | None = None):
         self.condition = threading.Condition()
-        self.paused = self.taken_over = self.stopping = False
+        self.paused = self.taken_over = self.stopping = self.ended = False
         self.human_actions: deque = deque()
         self.on_change = on_change
         self.max_hold = max_hold_s() if max_hold is None else max_hold
@@ -127,8 +129,17 @@ class AttemptControl:
     def rejected(self, message: str) -> None:
         self.on_change({"kind": "human_action_rejected", "message": message})
 
+    def finish(self) -> None:
+        """The episode's last control has executed: every later intervention is refused (it would change nothing
+        but take the attempt out of the autonomous results), and the viewers are told."""
+        with self.condition:
+            self.ended = True
+        self.on_change({"kind": "controls_ended", "controls_ended": True})
+
     def apply(self, kind: str, action: list | None = None) -> None:
         with self.condition:
+            if self.ended:
+                raise ControlsEnded(ENDED)
             if kind == "pause":
                 self.paused = True
             elif kind == "resume":
@@ -145,7 +156,12 @@ class AttemptControl:
             self.condition.notify_all()
 
     def flags(self) -> dict:
-        return {"paused": self.paused, "taken_over": self.taken_over, "stopping": self.stopping}
+        return {
+            "paused": self.paused,
+            "taken_over": self.taken_over,
+            "stopping": self.stopping,
+            "controls_ended": self.ended,
+        }
 
 
 class LiveHub:

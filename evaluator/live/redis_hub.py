@@ -214,7 +214,8 @@ class RedisLiveHub(LiveHub):
             raise InterventionRefused(
                 f"the intervention cannot reach the worker: Redis is unreachable ({exc})"
             ) from exc
-        return {name: state.get(name, False) for name in ("paused", "taken_over", "stopping")} if state else None
+        names = ("paused", "taken_over", "stopping", "controls_ended")
+        return {name: state.get(name, False) for name in names} if state else None
 
     def _state(self, attempt_id: int) -> dict | None:
         with self.client.pipeline() as pipe:

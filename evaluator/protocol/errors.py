@@ -41,6 +41,10 @@ class InterventionRefused(ProtocolError):
     """An intervention that cannot be applied (unknown, not permitted now, or unable to reach the runner)."""
 
 
+class ControlsEnded(InterventionRefused):
+    """The attempt's last control has executed: nothing is left to intervene in while it closes."""
+
+
 class LaunchRefused(ProtocolError):
     """A plan that cannot be launched. Raised with several typed errors, it holds each of them (the form
     shows them all at once); a plan with one problem raises that problem's own typed error."""

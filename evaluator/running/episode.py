@@ -48,6 +48,7 @@ class Control(Protocol):
 
     def checkpoint(self, give_up: Callable[[], bool]) -> Directive | None: ...
     def rejected(self, message: str) -> None: ...
+    def finish(self) -> None: ...  # the last control has executed: no intervention is taken any more
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,8 @@ class _Episode:
         try:
             termination = self.loop(observation)
         finally:
+            if self.spec.control is not None:
+                self.spec.control.finish()
             self.policy.end_episode()
         return self.result(termination)
 

@@ -14,6 +14,7 @@
   let lastUrl = null;
   let takenOver = false;
   let paused = false;
+  let ended = false; // the last control has executed: the attempt is closing, no intervention is taken
   let status = root.dataset.status;
   const logged = new Set();
   const WITHDRAWS = {
@@ -24,7 +25,7 @@
 
   // Each button only while it applies: resume while paused, release while taken over.
   function buttons() {
-    const live = status === "running";
+    const live = status === "running" && !ended;
     const enable = {
       "btn-pause": live && !paused,
       "btn-resume": live && paused,
@@ -35,11 +36,12 @@
       "btn-annotate": live,
     };
     for (const [id, on] of Object.entries(enable)) if ($(id)) $(id).disabled = !on;
-    $("live-status").textContent = status === "running" ? (takenOver ? "taken over" : paused ? "paused" : "running") : status;
+    $("live-status").textContent = status !== "running" ? status : ended ? "closing" : takenOver ? "taken over" : paused ? "paused" : "running";
     // What the enabled buttons would do now, so that Resume and Release are never a guess.
     const hint = $("control-hint");
     if (hint) {
-      hint.textContent = !live ? ""
+      hint.textContent = ended && status === "running" ? "The last control has executed: the attempt is closing, and nothing is left to intervene in."
+        : !live ? ""
         : takenOver && paused ? "Held while taken over: Resume lets your sent actions drive it; Release hands it back to the policy."
         : takenOver ? "You drive it: each action you send is checked and executed; Release hands it back to the policy."
         : paused ? "Held between decisions: Resume lets the policy go on; Take over to drive it yourself."
@@ -61,6 +63,7 @@
     if (state.autonomous === false) $("autonomy").hidden = false;
     if (state.taken_over !== undefined) takenOver = state.taken_over;
     if (state.paused !== undefined) paused = state.paused;
+    if (state.controls_ended) ended = true;
     if (state.status === "finished") finished();
     buttons();
     if (state.step !== undefined) $("live-step").textContent = state.step;
@@ -136,6 +139,10 @@
       // One line per rejected decision (the episode also says so to the runner's control: not logged again).
       const what = e.actor === "human" ? "your action" : "the policy's reply";
       log(`decision #${e.decision}: ${what} rejected: ${e.violation && e.violation.message}`, e.seq);
+    } else if (e.kind === "controls_ended") {
+      ended = true;
+      log("the last control has executed: the controls have ended", e.seq);
+      buttons();
     } else if (e.kind === "hold_expired") {
       log(`held longer than ${e.max_hold_s} s: the attempt stops`, e.seq);
     } else if (e.kind === "finished") {
