@@ -31,7 +31,7 @@ def every_way_in(client, spec: str) -> list:
         post(client, "/api/v1/campaigns/preview", plan),
         post(client, "/api/v1/campaigns", {**plan, "start": False}),
         post(client, "/api/v1/policies/check", {"policy": spec, "benchmark": "fetch"}),
-        client.post("/campaigns/new/", {"policy": spec, "benchmark": "fetch", "tasks": ["reach"], "seed": 0, "repeats": 1}),
+        client.post("/campaigns/new/", {**plan, "seed": 0, "repeats": 1}),
     ]
 
 
