@@ -138,3 +138,40 @@ def test_a_full_matrix_has_a_board_of_its_own(admin_client, simpler_env_host):
     assert [r["campaign"] for r in board["rows"]] == [full.pk]
     assert board["rows"][0]["success_rate"]["denominator"] == 96
     assert [r["campaign"] for r in admin_client.get(f"/api/v1/leaderboards/{FETCH}").json()["rows"]] == [fast.pk]
+
+
+def test_ranks_from_one_sort_agree_with_the_pairwise_rule_on_any_rates():
+    # Issue 42, item 4: "Ranks from one sort, each interval computed once". The rule is separated_above's.
+    import random
+
+    from evaluator.protocol.leaderboard import separated_above
+
+    draw = random.Random(42)
+    for _ in range(200):
+        rates = [
+            Rate(n, d) for d in (draw.randint(0, 30) for _ in range(draw.randint(1, 25))) for n in [draw.randint(0, d)]
+        ]
+        expected = [1 + sum(separated_above(other, rate) for other in rates) for rate in rates]
+        assert [s.rank for s in standings(rates)] == expected
+
+
+def test_a_board_takes_the_same_number_of_queries_for_4_rows_as_for_40(admin_client, catalogs):
+    # Issue 42, item 4: "Leaderboards grow with the square of their rows ... a fixed number of queries per page".
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    ensure_builtin_policies()
+    counts, made = {}, 0
+    for rows in (4, 40):
+        for i in range(made, rows):
+            campaign(f"http://p{i}.example:1/act", i % 5, cells=4)
+        made = rows
+        for path in (f"/leaderboards/{FETCH}/", f"/api/v1/leaderboards/{FETCH}", f"/leaderboards/{FETCH}/?format=csv"):
+            with CaptureQueriesContext(connection) as captured:
+                response = admin_client.get(path)
+            assert response.status_code == 200
+            counts[rows, path] = len(captured.captured_queries)
+        assert len(admin_client.get(f"/api/v1/leaderboards/{FETCH}").json()["rows"]) == rows
+    assert {path: n for (rows, path), n in counts.items() if rows == 4} == {
+        path: n for (rows, path), n in counts.items() if rows == 40
+    }

@@ -10,6 +10,7 @@ cover the cells that were run, never counting those as failures.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -43,8 +44,9 @@ class Rate:
     def value(self) -> float | None:
         return self.numerator / self.denominator if self.denominator else None
 
-    @property
+    @functools.cached_property
     def interval(self) -> tuple[float, float] | None:
+        """Computed once per rate (a leaderboard asks each row's many times)."""
         return wilson_interval(self.numerator, self.denominator) if self.denominator else None
 
     def as_dict(self) -> dict:

@@ -12,6 +12,7 @@ after every row that has one.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,13 @@ def separated_above(a: Rate, b: Rate) -> bool:
 
 
 def standings(rates: Sequence[Rate]) -> list[Standing]:
-    """The rank of each rate, in the order given."""
-    ranks = [1 + sum(separated_above(other, rate) for other in rates) for rate in rates]
+    """The rank of each rate, in the order given: one sort of the lower bounds, then a binary search per row for how
+    many lie above its upper bound (n log n; the pairwise count of `separated_above` is n squared)."""
+    intervals = [rate.interval for rate in rates]
+    lows = sorted(interval[0] for interval in intervals if interval is not None)
+    ranks = [
+        1 + len(lows) if interval is None else 1 + len(lows) - bisect.bisect_right(lows, interval[1])
+        for interval in intervals
+    ]
     counts = Counter(ranks)
     return [Standing(rank, counts[rank] > 1) for rank in ranks]

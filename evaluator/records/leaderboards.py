@@ -14,7 +14,7 @@ from django.db.models import Count, Max, Q
 from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.leaderboard import Standing, standings
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import campaign_summary
+from evaluator.records.queries import campaign_summaries
 
 OPEN = (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 
@@ -84,7 +84,8 @@ def board(protocol_id: str) -> Board | None:
         newest.setdefault(campaign.policy_id, campaign)
     if not newest:
         return None
-    summaries = {pk: campaign_summary(c) for pk, c in newest.items()}
+    by_campaign = campaign_summaries(c.pk for c in newest.values())
+    summaries = {pk: by_campaign[c.pk] for pk, c in newest.items()}
     tasks = list(dict.fromkeys(t for s in summaries.values() for t in s.report.per_task))
     rates = {pk: s.report.overall.success_rate for pk, s in summaries.items()}
     ranked = dict(zip(rates, standings(list(rates.values())), strict=True))

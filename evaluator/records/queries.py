@@ -64,10 +64,19 @@ class CampaignSummary:
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
     """One query over four columns of the original cells, however many there are (no model objects)."""
-    rows = list(
-        campaign.attempts.filter(rerun_of__isnull=True).values_list("task__name", "status", "outcome", "autonomous")
-    )
-    return CampaignSummary(report=_report(rows), statuses=Counter(row[1] for row in rows))
+    return campaign_summaries([campaign.pk])[campaign.pk]
+
+
+def campaign_summaries(campaign_ids: Iterable[int]) -> dict[int, CampaignSummary]:
+    """campaign_summary of many campaigns from one query over their original cells (a leaderboard's rows)."""
+    rows: dict[int, list] = {pk: [] for pk in campaign_ids}
+    cells = Attempt.objects.filter(campaign_id__in=list(rows), rerun_of__isnull=True)
+    for campaign_id, *row in cells.values_list("campaign_id", "task__name", "status", "outcome", "autonomous"):
+        rows[campaign_id].append(row)
+    return {
+        pk: CampaignSummary(report=_report(found), statuses=Counter(row[1] for row in found))
+        for pk, found in rows.items()
+    }
 
 
 @dataclass(frozen=True)
