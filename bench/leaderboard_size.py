@@ -126,7 +126,8 @@ def main() -> None:
             print(f"{kind:>4} {rows:>5} rows: median {ms:8.1f} ms, {queries} queries")
         ratio = results[kind, "large"][0] / results[kind, "small"][0]
         print(
-            f"{kind:>4}: {args.large}-row board / {args.small}-row board = {ratio:.1f} (rows x{args.large / args.small:g})"
+            f"{kind:>4}: {args.large}-row board / {args.small}-row board = {ratio:.1f} "
+            f"(rows x{args.large / args.small:g})"
         )
 
 
