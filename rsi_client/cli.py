@@ -6,21 +6,32 @@
     rsi check-policy --benchmark fetch --policy openpi+ws://gpu7:8000
     rsi status 12 | rsi wait 12 | rsi leaderboard [PROTOCOL_ID] | rsi whoami
 
-The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Exit status: 0 done; 1 refused (a launch
-or comparison the protocol refuses, a policy whose reply is invalid, a verdict named by --fail-on); 2 a usage
-error; 3 the campaign ended with infrastructure errors; 4 not authenticated or not permitted; 5 the site cannot be
-reached, answered an error, or the wait timed out; 130 interrupted (the campaign goes on on the server).
+The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Every command takes --timeout SECONDS:
+the most it may take in all (a request is cut off then, however slowly its reply trickles in); without it each
+request may take RSI_TIMEOUT seconds (default 60; a policy check of a large checkpoint may need more).
+
+Exit status: 0 done; 1 refused (a launch or comparison the protocol refuses, a policy whose reply is invalid, a
+verdict named by --fail-on); 2 a usage error; 3 the campaign ended with infrastructure errors; 4 not authenticated
+or not permitted; 5 the site cannot be reached, answered an error or a reply this client does not understand, or
+the time ran out; 130 interrupted (the campaign goes on on the server); 141 the output was closed early (| head).
+Every error is said on standard error in a line or a few, never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 
 from rsi_client.client import ApiError, Client, WaitTimedOut
 
-REFUSED, INFRASTRUCTURE, AUTH, FAILED, INTERRUPTED = 1, 3, 4, 5, 130
+REFUSED, INFRASTRUCTURE, AUTH, FAILED, INTERRUPTED, OUTPUT_CLOSED = 1, 3, 4, 5, 130, 141
+
+
+class UsageError(ValueError):
+    """A command line this client cannot run (exit 2)."""
 
 
 def _rate(rate: dict) -> str:
@@ -77,11 +88,14 @@ def _plan(client: Client, args) -> dict:
     if args.against is not None:
         return client.plan_against(args.against, args.policy, name=args.name, level=args.level, margin=args.margin)
     if not args.benchmark:
-        raise ValueError("give --benchmark, or --against a baseline campaign whose plan to run")
+        raise UsageError("give --benchmark, or --against a baseline campaign whose plan to run")
     plan = {"benchmark": args.benchmark, "policy": args.policy, "seed": args.seed, "repeats": args.repeats}
     plan["tasks"] = "all" if args.tasks == "all" else [t for t in args.tasks.split(",") if t]
     if args.seeds:
-        plan["seeds"] = [int(s) for s in args.seeds.split(",") if s.strip()]
+        try:
+            plan["seeds"] = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            raise UsageError(f"--seeds takes whole numbers separated by commas, got {args.seeds[:100]!r}") from None
     for name in ("name", "sensors", "budget_mode", "task_scope", "interaction_mode", "full"):
         if getattr(args, name):
             plan[name] = getattr(args, name)
@@ -202,7 +216,6 @@ def parser() -> argparse.ArgumentParser:
 
     def waiting(command):
         command.add_argument("--poll", type=float, default=5.0, help="seconds between polls (default 5)")
-        command.add_argument("--timeout", type=float, help="give up waiting after this many seconds (exit 5)")
         command.add_argument("--json", action="store_true", help="print the campaign as JSON")
 
     go = commands.add_parser("launch", help="create a campaign, start it and (--wait) wait for its numbers")
@@ -274,14 +287,40 @@ def parser() -> argparse.ArgumentParser:
     versus.set_defaults(run=compare)
 
     commands.add_parser("whoami", help="the user the token acts as, and its roles").set_defaults(run=whoami)
+    for command in commands.choices.values():
+        command.add_argument(
+            "--timeout",
+            type=float,
+            help="give up after this many seconds in all, waiting included (exit 5); "
+            "default: each request RSI_TIMEOUT seconds, else 60",
+        )
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        client = Client(args.url, args.token)
-        return args.run(client, args)
+        return _run(args)
+    except BrokenPipeError:
+        # The reader went away (`rsi ... | head`): nothing more can be said on standard output, and Python's own
+        # flush at exit must not fail on it either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return OUTPUT_CLOSED
+
+
+def _run(args) -> int:
+    try:
+        client = Client(args.url, args.token, timeout_s=args.timeout)
+        if args.timeout is not None:
+            client.deadline = time.monotonic() + args.timeout
+        try:
+            return args.run(client, args)
+        except UsageError:
+            raise
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as error:  # not the API's shape
+            raise ApiError(
+                200, "bad_reply", [f"the site's reply is not what this client expects ({error!r})"[:300]]
+            ) from None
     except ValueError as error:
         print(f"rsi: {error}", file=sys.stderr)
         return 2

@@ -1,18 +1,26 @@
 """The HTTP API as Python calls. Every error the server answers is an ApiError with its status, its typed code and
-every reason; a connection that fails is an ApiError with code "unreachable"."""
+every reason; a connection that fails is an ApiError with code "unreachable", a reply not whole by the deadline
+"timeout", a reply that is not what the API sends "bad_reply".
+
+A request's timeout is a total deadline over the whole request (connecting, sending, every byte of the reply): a
+server that trickles its reply is cut off when it passes, and a reply is read up to MAX_REPLY_BYTES only.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
+import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-DEFAULT_TIMEOUT_S = 60.0  # one request; a policy check may take a policy's whole deadline
+DEFAULT_TIMEOUT_S = 60.0  # one request, unless RSI_TIMEOUT says otherwise; a policy check may take a load's time
+MAX_REPLY_BYTES = 64 << 20  # the largest page of the API is a few MB
 
 
 class ApiError(Exception):
@@ -29,16 +37,41 @@ class WaitTimedOut(Exception):
         self.campaign = campaign
 
 
+def timeout_setting(value: float | str | None) -> float:
+    """Seconds a request may take: `value`, else RSI_TIMEOUT, else 60; ValueError unless a number in (0, 1e6)."""
+    raw = value if value is not None else os.environ.get("RSI_TIMEOUT") or DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds < 1e6:
+        raise ValueError(f"a timeout is a number of seconds in (0, 1e6), got {raw!r} (--timeout or RSI_TIMEOUT)")
+    return seconds
+
+
+def _cut(connection: http.client.HTTPConnection) -> None:
+    """At the deadline: whatever the request is doing with its socket ends at once."""
+    with contextlib.suppress(OSError, AttributeError):
+        connection.sock.shutdown(socket.SHUT_RDWR)
+
+
 class Client:
-    def __init__(self, url: str | None = None, token: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, url: str | None = None, token: str | None = None, timeout_s: float | None = None):
         url = url or os.environ.get("RSI_URL", "")
         if not url:
             raise ValueError("the site's address is needed: Client(url=...) or RSI_URL")
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the site's address is http(s)://HOST[:PORT], got {url[:100]!r}")
         self.base = url.rstrip("/") + "/api/v1"
         self.token = token if token is not None else os.environ.get("RSI_TOKEN", "")
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_setting(timeout_s)
+        self.deadline: float | None = None  # a time.monotonic() by which every request ends (a command's limit)
 
-    def request(self, method: str, path: str, body: dict | None = None, query: dict | None = None) -> Any:
+    def request(
+        self, method: str, path: str, body: dict | None = None, query: dict | None = None, until: float | None = None
+    ) -> Any:
+        """One API call, ended by its timeout, by `until` and by the client's deadline, whichever comes first."""
         url = self.base + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
@@ -49,20 +82,54 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(url, data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            raw = error.read()
+        deadline = min(d for d in (time.monotonic() + self.timeout_s, until, self.deadline) if d is not None)
+        status, raw = self._exchange(method, url, data, headers, deadline)
+        if 200 <= status < 300:
             try:
-                answer = json.loads(raw)
-                raise ApiError(error.code, answer["code"], answer["reasons"]) from None
-            except (ValueError, KeyError, TypeError):
-                raise ApiError(error.code, f"http_{error.code}", [raw[:300].decode(errors="replace")]) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise ApiError(0, "unreachable", [f"{self.base} cannot be reached: {reason}"]) from None
+                return json.loads(raw or b"null")
+            except (ValueError, RecursionError):
+                raise ApiError(status, "bad_reply", [f"the site's reply is not JSON: {raw[:100]!r}"]) from None
+        try:
+            answer = json.loads(raw)
+            code, reasons = answer["code"], answer["reasons"]
+            if not isinstance(code, str) or not isinstance(reasons, list):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise ApiError(status, f"http_{status}", [raw[:300].decode(errors="replace")]) from None
+        raise ApiError(status, code, [str(reason) for reason in reasons])
+
+    def _exchange(self, method: str, url: str, data: bytes | None, headers: dict, deadline: float) -> tuple[int, bytes]:
+        parts = urllib.parse.urlsplit(url)
+        started = time.monotonic()
+        remaining = deadline - started
+        if remaining <= 0:
+            raise ApiError(0, "timeout", [f"{self.base}: no time is left for the request"])
+        factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = factory(parts.hostname, parts.port, timeout=remaining)
+        watchdog = threading.Timer(remaining, _cut, args=(connection,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            connection.request(method, target, body=data, headers=headers)
+            response = connection.getresponse()
+            length = response.getheader("Content-Length", "")
+            if length.isdigit() and int(length) > MAX_REPLY_BYTES:
+                raise ApiError(response.status, "bad_reply", [f"the site's reply of {length} bytes is over the cap"])
+            raw = response.read(MAX_REPLY_BYTES + 1)
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+            if len(raw) > MAX_REPLY_BYTES:
+                raise ApiError(response.status, "bad_reply", [f"the site's reply is over {MAX_REPLY_BYTES} bytes"])
+            return response.status, raw
+        except (OSError, http.client.HTTPException) as error:
+            if time.monotonic() >= deadline or isinstance(error, TimeoutError):
+                waited = time.monotonic() - started
+                raise ApiError(0, "timeout", [f"{self.base} gave no whole reply by the deadline ({waited:.1f} s)"]) from None
+            raise ApiError(0, "unreachable", [f"{self.base} cannot be reached: {error}"]) from None
+        finally:
+            watchdog.cancel()
+            connection.close()
 
     # Who, and what there is
     def me(self) -> dict:
@@ -105,12 +172,16 @@ class Client:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         seen = None
         while True:
-            campaign = self.campaign(campaign_id)
-            counts = (campaign["statuses"], campaign["report"]["overall"]["successes"])
+            campaign = self.request("GET", f"/campaigns/{int(campaign_id)}", until=deadline)
+            try:
+                counts = (campaign["statuses"], campaign["report"]["overall"]["successes"])
+                done = campaign["done"]
+            except (KeyError, TypeError, IndexError):
+                raise ApiError(200, "bad_reply", ["the site's campaign has no statuses, report or done"]) from None
             if on_progress is not None and counts != seen:
                 on_progress(campaign)
             seen = counts
-            if campaign["done"]:
+            if done:
                 return campaign
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimedOut(campaign)
