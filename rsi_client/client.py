@@ -124,8 +124,8 @@ class Client:
             return response.status, raw
         except (OSError, http.client.HTTPException) as error:
             if time.monotonic() >= deadline or isinstance(error, TimeoutError):
-                waited = time.monotonic() - started
-                raise ApiError(0, "timeout", [f"{self.base} gave no whole reply by the deadline ({waited:.1f} s)"]) from None
+                waited = f"{time.monotonic() - started:.1f} s"
+                raise ApiError(0, "timeout", [f"{self.base} gave no whole reply by the deadline ({waited})"]) from None
             raise ApiError(0, "unreachable", [f"{self.base} cannot be reached: {error}"]) from None
         finally:
             watchdog.cancel()
