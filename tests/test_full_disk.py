@@ -88,3 +88,45 @@ def test_a_cell_is_refused_at_start_when_the_media_root_has_too_little_room(tmp_
 def test_doctor_reports_the_media_roots_free_space(tmp_path, small_disk):
     result = _manage(tmp_path, small_disk, "doctor", RSI_MIN_FREE_MB="500")
     assert f"media root            {small_disk}: 2 MB free" in result.stdout and "TOO LITTLE" in result.stdout
+
+
+def test_a_disk_nearly_full_at_the_start_closes_the_attempt_as_an_evidence_write_error_at_once(tmp_path, small_disk):
+    # Issue 42, item 7: "A nearly full disk at the start (under 1 MiB free on the media root): `evaluate` exits 1
+    # with a traceback and the attempt stays `running` ... Creating the evidence folder or anything before the
+    # first step that fails is `evidence_write` at once, with the errno, and one line from the command."
+    assert _manage(tmp_path, small_disk, "migrate", "--noinput").returncode == 0
+    filler = small_disk / "filler"
+    with filler.open("wb") as handle:
+        os.posix_fallocate(handle.fileno(), 0, 2 * 1024 * 1024 - 600 * 1024)  # about 600 KiB left
+    assert os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize < 1024 * 1024
+    result = _manage(tmp_path, small_disk, *EVALUATE, RSI_MIN_FREE_MB="0")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    attempt = _attempt(tmp_path)
+    assert attempt["status"] == "finished"
+    assert (attempt["outcome"], attempt["error_type"]) == ("infrastructure_error", "evidence_write")
+    assert "could not write .reserve: [Errno 28] No space left on device" in attempt["error_detail"]
+    assert attempt["environment_steps"] == 0 and attempt["policy_calls"] == 0  # nothing ran before it failed
+    record = json.loads(result.stdout)
+    assert (record["outcome"], record["error_type"]) == ("infrastructure_error", "evidence_write")
+
+
+def test_a_media_root_that_takes_no_new_folder_is_one_line_from_the_command(tmp_path):
+    # Issue 42, item 7: "... and one line from the command" also when not even the attempt's folder can be made
+    # (no inode left): the attempt cannot be closed without its manifest, so it is left to `recover`, and said so.
+    media = tmp_path / "media"
+    media.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,nr_inodes=8", "tmpfs", str(media)], check=True)
+    try:
+        assert _manage(tmp_path, media, "migrate", "--noinput").returncode == 0
+        for index in range(16):  # every inode taken
+            try:
+                (media / f"taken-{index}").touch()
+            except OSError:
+                break
+        result = _manage(tmp_path, media, *EVALUATE, RSI_MIN_FREE_MB="0")
+    finally:
+        subprocess.run(["umount", "-l", str(media)], check=True)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert "cannot be closed: its evidence could not write attempts/" in line and "[Errno 28]" in line
+    assert "`manage.py recover`" in line

@@ -240,18 +240,30 @@ class EvidenceWriter:
         if left_by_dead_process:
             # Recovery: what the dead process wrote is finished as it is; nothing is added to it.
             (self.root / "messages").mkdir(parents=True, exist_ok=True)
-            return
-        self.root.mkdir(parents=True, exist_ok=False)  # an attempt's evidence is never overwritten
-        (self.root / "messages").mkdir()
+        self._fingerprints: dict[int, Future[dict]] = {}
+        self._writes: list[Future] = []
+
+    def create(self) -> None:
+        """The attempt's new folder, its reserve and its record files, before anything else of the attempt runs:
+        EvidenceWriteFailed, naming what and with the errno, when the media root cannot take them (a full disk);
+        the attempt is then closed at once with what `close` can still write."""
+        try:
+            self.root.mkdir(parents=True)
+        except FileExistsError:
+            raise  # an attempt's evidence is never overwritten: a fault of RSI's, not the disk's
+        except OSError as exc:
+            raise EvidenceWriteFailed(self.relative_dir, exc) from exc
+        with writing("messages"):
+            (self.root / "messages").mkdir()
         with writing(RESERVE), (self.root / RESERVE).open("wb") as reserve:
             os.posix_fallocate(reserve.fileno(), 0, RESERVE_BYTES)
-        self.decisions = (self.root / "decisions.jsonl").open("w")
-        self.steps = (self.root / "steps.jsonl").open("w")
+        with writing("decisions.jsonl"):
+            self.decisions = (self.root / "decisions.jsonl").open("w")
+        with writing("steps.jsonl"):
+            self.steps = (self.root / "steps.jsonl").open("w")
         # Hashing a frame, encoding a message's PNG and writing steps.jsonl take milliseconds: one thread
         # does them, in order, while the policy is called or the worker computes the next step.
         self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rsi-evidence")
-        self._fingerprints: dict[int, Future[dict]] = {}
-        self._writes: list[Future] = []
 
     @property
     def native_log(self) -> Path:
@@ -353,6 +365,8 @@ class EvidenceWriter:
         the raw stream it was written as."""
         self.flush()
         (self.root / RESERVE).unlink(missing_ok=True)
+        with writing(self.relative_dir):  # a folder the attempt's start could not make
+            self.root.mkdir(parents=True, exist_ok=True)
         frames = finish_video(self.root, self.video.fps)
         index = {"fps": float(self.video.fps), "gop": GOP, "frames": frames}
         for name, text in (

@@ -224,6 +224,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         campaign_id=campaign.pk,
     )
     try:
+        evidence.create()
         spec, options = native_conditions(attempt, budget.evaluation_horizon)
         provenance["worker"] = {
             "python": spec.python,

@@ -12,6 +12,7 @@ from evaluator.protocol.errors import ProtocolError
 from evaluator.records.catalog_sync import sync_catalog
 from evaluator.records.queries import attempt_record
 from evaluator.running.interrupts import StopRequest, stop_requested, stopping_on_signals
+from evaluator.running.evidence import EvidenceWriteFailed
 from evaluator.running.recorder import do_run_attempt
 
 
@@ -78,7 +79,14 @@ class Command(DatabaseCommand):
             )
 
         with stopping_on_signals(announce):
-            attempt = do_run_attempt(attempt, progress=progress)
+            try:
+                attempt = do_run_attempt(attempt, progress=progress)
+            except EvidenceWriteFailed as failure:  # not even the closing files fit: the media root is full
+                raise CommandError(
+                    f"attempt {attempt.pk} cannot be closed: its evidence {failure}; it stays running until "
+                    "`manage.py recover` closes it once the media root has room",
+                    returncode=1,
+                ) from None
         if progress:
             progress.close()
         record = attempt_record(attempt)
