@@ -11,8 +11,8 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.catalog_sync import sync_catalog
 from evaluator.records.queries import attempt_record
-from evaluator.running.interrupts import StopRequest, stop_requested, stopping_on_signals
 from evaluator.running.evidence import EvidenceWriteFailed
+from evaluator.running.interrupts import StopRequest, stop_requested, stopping_on_signals
 from evaluator.running.recorder import do_run_attempt
 
 
