@@ -193,6 +193,7 @@ def test_a_sonic_episode_stabilizes_outside_the_budget_then_succeeds_on_consecut
 
 def test_a_control_that_is_not_20_ms_of_physics_is_an_environment_error(simple_double, forward, run_cell, monkeypatch):
     monkeypatch.setenv("SIMPLE_DOUBLE_SUBSTEPS", "5")
+    monkeypatch.setenv("SIMPLE_DOUBLE_SUBSTEPS_AFTER", "60")  # the stand's 60 controls keep 20 ms each
     attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
     assert (attempt.outcome, attempt.error_type, attempt.environment_steps) == (
         "infrastructure_error",

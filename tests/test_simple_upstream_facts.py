@@ -12,8 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-from evaluator.native.backends import BACKENDS
+from environment.workers.wire import frame_parts, read_frame
+from evaluator.native.backends import BACKENDS, reset_options, worker_spec
 from evaluator.policies.base import Policy, PolicyReply
+from evaluator.protocol.catalogs import load_catalog
+from evaluator.records.models import Task
 from tests.simple_humanoid import BEND_PICK, FAUCET, Forward
 
 RELEASED = "data/simple-eval/{task}/level-0/meta"
@@ -139,6 +142,29 @@ def test_simple_exiting_as_it_builds_the_env_is_an_install_error_never_a_lost_wo
     assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "install", 0)
     assert "SIMPLE exited (status 0) while building the env" in attempt.error_detail
     assert "Error loading JIT models, likely need to run `git lfs pull`." in attempt.error_detail  # its log's tail
+    # Issue 42, item 11: "after AMO's loader calls `exit(0)` (it closes stdin first), the next `close` gets no reply
+    # and the worker exits 1 (`ValueError: read of closed file` in `wire.py`)". Spoken to over its protocol as
+    # a client that goes on after a failed reset would: the worker answers close and exits 0.
+    task = Task.objects.get(benchmark__name="simple_humanoid", name=BEND_PICK)
+    options = reset_options("simple_humanoid", task, 1000, load_catalog("simple_humanoid"))
+    spec = worker_spec("simple_humanoid")
+    worker = subprocess.Popen(
+        [spec.python, str(spec.script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **spec.env},
+    )
+    replies = []
+    for request in ({"op": "reset", "seed": 20260907, **options}, {"op": "close"}):
+        for part in frame_parts(request):
+            worker.stdin.write(part)
+        worker.stdin.flush()
+        replies.append(read_frame(worker.stdout.read)[0])
+    worker.stdin.close()
+    assert worker.wait(timeout=30) == 0, worker.stderr.read().decode()[-2000:]
+    assert replies[0]["ok"] is False and "SIMPLE exited (status 0)" in replies[0]["error"]["message"]
+    assert replies[1] == {"ok": True, "native_steps": 0}
 
 
 def test_a_sonic_start_reads_stabilized_once_a_control_as_upstreams_loop_does(
@@ -246,13 +272,46 @@ def test_a_slow_host_runs_the_same_sonic_episode_as_a_fast_one(simple_double, re
 
 def test_the_env_is_made_at_the_released_datasets_fps(simple_double, forward, run_cell):
     # §7: "SONIC's `render_hz` comes from the dataset's `meta.fps` in upstream's CLI (eval_decoupled_wbc.py:250,272)";
-    # at 30 fps SIMPLE's env steps int(200 / 30) = 6 physics steps a control: not the protocol's 20 ms
+    # at 30 fps SIMPLE's env steps int(200 / 30) = 6 physics steps a control: not the protocol's 20 ms. Issue 42,
+    # item 11: "the physics substep count is checked only at policy steps ... check it right after reset."
     info = simple_double / RELEASED.format(task=FAUCET) / "info.json"
     info.write_text(json.dumps({"codebase_version": "v2.1", "fps": 30}))
     attempt = run_cell(benchmark="simple_humanoid", task=FAUCET, policy="forward", seed=20260907)
-    assert (attempt.error_type, attempt.environment_steps) == ("native_runtime", 0)
-    assert "control 1 advanced the physics 0.030000 s (6 x 0.005 s), not 4 x 0.005 s" in attempt.error_detail
+    assert (attempt.error_type, attempt.policy_calls, attempt.environment_steps) == ("install", 0, 0)
+    assert "the env made at the release's 30 fps advances the physics 6 x 0.005 s a control" in attempt.error_detail
+    assert "not 4 x 0.005 s: the release does not match the protocol's 20 ms control" in attempt.error_detail
     info.unlink()
     missing = run_cell(benchmark="simple_humanoid", task=FAUCET, policy="forward", seed=20260907)
     assert (missing.error_type, missing.policy_calls) == ("install", 0)
     assert "no frame rate in the released" in missing.error_detail
+
+
+def test_a_dependency_missing_under_a_module_of_simple_is_named_not_the_module(simple_double, forward, run_cell):
+    # Issue 42, item 11: "an `ImportError` of a dependency is worded as 'SIMPLE ... has no
+    # simple.envs.wrappers.stand_stabilization' when the module exists and `matplotlib` is what is missing"
+    module = simple_double / "src/simple/envs/wrappers/stand_stabilization.py"
+    module.write_text("import rsi_absent_plotting_library\n" + module.read_text())
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.error_type, attempt.policy_calls) == ("install", 0)
+    revision = attempt.campaign.provenance["upstream"]["simple"]["revision"]
+    assert (
+        f"SIMPLE at {revision}: simple.envs.wrappers.stand_stabilization cannot be imported, "
+        "rsi_absent_plotting_library is missing"
+    ) in attempt.error_detail
+    assert "has no simple.envs.wrappers.stand_stabilization" not in attempt.error_detail
+
+
+def test_a_released_scene_simple_does_not_know_is_an_install_error_naming_it(simple_double, forward, run_cell):
+    # Issue 42, item 11: "a released episode whose scene uid SIMPLE does not know is a `reset` error (`KeyError`
+    # through the catch-all): it is the release not matching the data, an `install` error naming the uid"
+    path = simple_double / RELEASED.format(task=BEND_PICK) / "episodes.jsonl"
+    lines = released_lines(simple_double, BEND_PICK)
+    entry = json.loads(lines[9])
+    state = json.loads(entry["environment_config"])
+    state["dr_state_dict"]["scene"]["uid"] = "hssd:555"
+    entry["environment_config"] = json.dumps(state)
+    path.write_text("\n".join([*lines[:9], json.dumps(entry)]) + "\n")
+    attempt = run_cell(benchmark="simple_humanoid", task=BEND_PICK, policy="forward", seed=20260907)
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "install", 0)
+    assert "the released episode's scene 'hssd:555' is unknown to SIMPLE at" in attempt.error_detail
+    assert "the release does not match the checkout" in attempt.error_detail

@@ -264,13 +264,14 @@ class SimpleWorker:
             raise NativeError("install", f"SIMPLE at {revision} lacks task.robot.joint_names (43): {FOLLOWS}")
         self.robot, self.backend, self.key = robot, backend, request["env_id"]
         counted = _count_controls(self.native)
+        scene_uid = state_dict["dr_state_dict"]["scene"]["uid"]
         if backend == "amo":
             self.env = wrapper.StandStabilizationWrapper(raw, n_stand_steps=AMO_STAND_CONTROLS)
-            with _installation_faults():
+            with _installation_faults(), _release_faults(scene_uid, revision):
                 obs, _ = self.env.reset(options={"state_dict": state_dict})
         else:
             self.env = raw
-            with _installation_faults():
+            with _installation_faults(), _release_faults(scene_uid, revision):
                 obs, _ = self.env.reset(options={"state_dict": state_dict})
             obs = self._stabilize_sonic(obs, request["max_initialization_controls"], counted, revision)
         # _success: a class annotation only, assigned in reset (loco_manipulation.py:27,81; sonic_loco_manip.py:22,152)
@@ -287,6 +288,15 @@ class SimpleWorker:
         substeps, expected = PHYSICS[backend]
         if not math.isclose(timestep, expected, rel_tol=1e-9):
             raise NativeError("install", f"SIMPLE's {backend} physics timestep is {timestep} s, not {expected} s")
+        if counted.calls:  # 20 ms a control from the start: a release at another fps fails here, not at a policy step
+            seen = round(self.physics_time / (counted.calls * timestep))  # reset's own step or two round away
+            if seen != substeps:
+                raise NativeError(
+                    "install",
+                    f"the env made at the release's {released['fps']} fps advances the physics {seen} x {timestep} s "
+                    f"a control ({counted.calls} initialization controls in {self.physics_time:.6f} s), not "
+                    f"{substeps} x {timestep} s: the release does not match the protocol's 20 ms control",
+                )
         physics = {
             "timestep_s": timestep,
             "substeps_per_control": substeps,
@@ -432,6 +442,20 @@ def _drive_by_simulated_time(native, revision: str) -> None:
 
 
 @contextlib.contextmanager
+def _release_faults(scene_uid: str, revision: str):
+    """SIMPLE looks the released episode's scene up by its uid as it resets: a uid it does not know is the release
+    not matching the checkout (an install error naming it), never a failed reset."""
+    try:
+        yield
+    except KeyError as exc:
+        raise NativeError(
+            "install",
+            f"the released episode's scene {scene_uid!r} is unknown to SIMPLE at {revision} ({exc}): "
+            "the release does not match the checkout",
+        ) from None
+
+
+@contextlib.contextmanager
 def _installation_faults():
     """What SIMPLE does, while it builds or resets an env, when part of its installation is missing: a file it
     cannot find is an asset it lacks (it would download it from Hugging Face, utils.py:109-145); an exit is
@@ -450,6 +474,11 @@ def _simple_module(name: str, revision: str, what: str):
     try:
         return importlib.import_module(name)
     except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        if missing and missing != name and not name.startswith(missing + "."):  # the module is there, not a need
+            raise NativeError(
+                "install", f"SIMPLE at {revision}: {name} cannot be imported, {missing} is missing ({exc})"
+            ) from None
         raise NativeError("install", f"SIMPLE at {revision} has no {name} ({what}): {exc}") from None
 
 

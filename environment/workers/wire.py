@@ -181,7 +181,14 @@ def serve(handlers: dict[str, Callable], default_errors: dict[str, str]) -> None
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    read_exact, read_into = _stream_reader(sys.stdin.buffer)
+    # Requests come on a private copy of the stdin descriptor too: native code that closes or reads stdin (AMO's
+    # loader closes it before it exits) reads nothing of the protocol, and the next request still arrives.
+    requests = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 (the process's stdin for as long as it runs)
+    read_exact, read_into = _stream_reader(requests)
     while True:
         try:
             request, arrays = read_frame(read_exact, read_into)

@@ -36,7 +36,8 @@ take it (facts §2-4, and §7-8 from running the real source):
 What it is not: a humanoid simulation. Modes by environment variable: SIMPLE_DOUBLE_CRASH_AT=k aborts the
 process at control k; SIMPLE_DOUBLE_SUCCESS_WHILE_STANDING=1 makes the condition hold during the stand;
 SIMPLE_DOUBLE_SETTLE_AT=k brings a SONIC base to rest after k controls instead of 271;
-SIMPLE_DOUBLE_SUBSTEPS=n makes each control advance the physics n timesteps instead of the backend's own
+SIMPLE_DOUBLE_SUBSTEPS=n makes each control (after control SIMPLE_DOUBLE_SUBSTEPS_AFTER=k, if given) advance the
+physics n timesteps instead of the backend's own
 (AMO 10 x 2 ms, SONIC 4 x 5 ms); SIMPLE_DOUBLE_STALL_AT=k,m,... makes controls k, m, ... take 0.3 s of wall
 time more, as a slow host would.
 """
@@ -160,11 +161,13 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             substeps = 10
             if (DATA.parent / AMO_WEIGHTS).read_bytes()[:4] != b"PK\x03\x04":  # not a TorchScript (zip) file
                 print("Error loading JIT models, likely need to run `git lfs pull`.")
-                exit(0)  # AMO_Policy.py:207-212, inside gym.make
+                exit(0)  # AMO_Policy.py:207-212, inside gym.make; site's exit() closes stdin before it raises
         self.task = Task(uid, instruction, criteria, backend)
         # 20 ms per control: AMO's 10 mj_steps of 2 ms, SONIC's control_decimal 4 of 5 ms
         self.mujoco = MujocoSimulator(0.002 if backend == "amo" else 0.005)
+        self._native_substeps = substeps
         self._substeps = int(os.environ.get("SIMPLE_DOUBLE_SUBSTEPS") or substeps)
+        self._substeps_after = int(os.environ.get("SIMPLE_DOUBLE_SUBSTEPS_AFTER") or 0)
         self._settle_at = int(os.environ.get("SIMPLE_DOUBLE_SETTLE_AT") or 271)
         self._stalls = {int(k) for k in os.environ.get("SIMPLE_DOUBLE_STALL_AT", "").split(",") if k}
         print(f"building {uid} in {sim_mode}")  # native code prints on stdout: it must not break the protocol
@@ -212,7 +215,7 @@ class LocoManipulationEnvDouble(gymnasium.Env):
             os.abort()
         if self._controls in self._stalls:
             time.sleep(0.3)
-        self.mujoco.advance(self._substeps)
+        self.mujoco.advance(self._substeps if self._controls > self._substeps_after else self._native_substeps)
         robot = self.task.robot
         if action.type == "loco_command":
             robot.command = list(action["command"])
