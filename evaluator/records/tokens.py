@@ -35,6 +35,16 @@ class TokenRefused(ValueError):
     """A token that cannot be made or revoked as asked."""
 
 
+def token_prefix(raw: str) -> str:
+    """The shown start of a token (rsi_ and six characters): what the token list and its failures are known by."""
+    return raw[: len(TOKEN_PREFIX) + 6]
+
+
+def is_known_prefix(prefix: str) -> bool:
+    """Whether some stored token, live or not, starts so."""
+    return ApiToken.objects.filter(prefix=prefix).exists()
+
+
 def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -55,7 +65,7 @@ def do_create_token(user, name: str, expires_in_days: int | None = None) -> tupl
         token = ApiToken.objects.create(
             user=user,
             name=name[:100],
-            prefix=raw[: len(TOKEN_PREFIX) + 6],
+            prefix=token_prefix(raw),
             key_hash=hash_token(raw),
             expires_at=expires_at,
         )

@@ -4,8 +4,11 @@ roles. The permission is checked here, with the caller, before the request's bod
 caller who may not use an endpoint learns nothing about what it would have accepted.
 
 Failed token authentications are throttled like logins (django-axes' limits, AXES_FAILURE_LIMIT and
-AXES_COOLOFF_TIME): after that many from one address within the cool-off, that address gets 429 until it ends.
-The count lives in Django's cache, shared between web processes where the cache is Redis (REDIS_URL).
+AXES_COOLOFF_TIME), counted per address and per token prefix: after that many failures of tokens starting like a
+stored token (an old, revoked or mistyped one), that prefix gets 429 from that address until the cool-off ends;
+after that many failures of tokens that start like none (guesses), so do all such tokens from that address. A
+valid token of another prefix keeps working from the same address. The counts live in Django's cache, shared
+between web processes where the cache is Redis (REDIS_URL).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from django.http import HttpRequest
 from ninja.security import HttpBearer, SessionAuth
 
 from evaluator.records.roles import check_can
-from evaluator.records.tokens import TokenRejected, authenticate_token
+from evaluator.records.tokens import TokenRejected, authenticate_token, is_known_prefix, token_prefix
 from evaluator.web.api.errors import ApiError
 
 AUTHENTICATED = "authenticated"  # an endpoint any logged-in user or token may call
@@ -29,8 +32,11 @@ def _cool_off() -> datetime.timedelta:
     return hours if isinstance(hours, datetime.timedelta) else datetime.timedelta(hours=hours)
 
 
-def _failures_key(request: HttpRequest) -> str:
-    return f"rsi:api-token-failures:{request.META.get('REMOTE_ADDR', '')}"
+def failures_key(request: HttpRequest, token: str) -> str:
+    """Whose failures a token's attempt counts with: its address's, of its prefix where a stored token has it."""
+    prefix = token_prefix(token)
+    bucket = prefix if is_known_prefix(prefix) else "unknown-prefixes"
+    return f"rsi:api-token-failures:{request.META.get('REMOTE_ADDR', '')}:{bucket}"
 
 
 def _authorized(user, permission: str):
@@ -45,17 +51,18 @@ class TokenAuth(HttpBearer):
         self.permission = permission
 
     def authenticate(self, request: HttpRequest, token: str):
-        key = _failures_key(request)
+        token = token.strip()
+        key = failures_key(request, token)
         window = int(_cool_off().total_seconds())
         if cache.get(key, 0) >= settings.AXES_FAILURE_LIMIT:
             raise ApiError(
                 429,
                 "throttled",
-                f"{settings.AXES_FAILURE_LIMIT} failed token authentications from this address: "
+                f"{settings.AXES_FAILURE_LIMIT} failed authentications of tokens like this one from this address: "
                 f"wait {window // 60} minutes after the last",
             )
         try:
-            found = authenticate_token(token.strip())
+            found = authenticate_token(token)
         except TokenRejected as rejected:
             if not cache.add(key, 1, timeout=window):
                 cache.incr(key)
