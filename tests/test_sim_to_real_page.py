@@ -153,3 +153,36 @@ def test_a_bad_file_is_refused_whole_naming_its_lines(simpler_env_host, text, er
     response = _client("olga", "operator").post("/sim-to-real/", {"file": _csv(text)})
     assert response.status_code == 400 and error in response.content.decode()
     assert not RealRobotRate.objects.exists()
+
+
+def test_a_file_of_more_rates_than_the_bound_is_refused_at_once_and_a_full_one_is_parsed_in_linear_time(
+    simpler_env_host,
+):
+    # Issue 42, item 14: "A 40,000-row sim-to-real CSV under the 1 MB cap held one request for 118 s: bound the rows,
+    # and make the parse linear."
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluator.web.forms import MAX_RATE_ROWS
+
+    header = "policy,task,rate,trials,source\n"
+    many = header + "noop,widowx_stack_cube,0.1,,l\n" * 32_000  # under the 1 MB cap
+    client = _client("olga", "operator")
+    started = time.monotonic()
+    response = client.post("/sim-to-real/", {"file": _csv(many)})
+    assert (
+        response.status_code == 400 and f"the file holds more than {MAX_RATE_ROWS} rates" in response.content.decode()
+    )
+    assert time.monotonic() - started < 10
+    assert not RealRobotRate.objects.exists()
+    # As many rows as allowed, each an unknown policy: every row named, with a fixed number of queries.
+    counts = {}
+    for rows in (10, MAX_RATE_ROWS):
+        text = header + "".join(f"ghost-{i},widowx_stack_cube,0.1,,lab\n" for i in range(rows))
+        with CaptureQueriesContext(connection) as captured:
+            response = client.post("/sim-to-real/", {"file": _csv(text)})
+        assert response.status_code == 400 and "line 2: policy: no policy" in response.content.decode()
+        counts[rows] = len(captured.captured_queries)
+    assert counts[10] == counts[MAX_RATE_ROWS]

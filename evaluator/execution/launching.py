@@ -428,13 +428,17 @@ def policy_record(name_or_spec: str) -> Policy:
     return candidate
 
 
+def _already_recorded(policy: Policy, task: str) -> LaunchRefused:
+    return LaunchRefused(
+        f"a real-robot rate of {policy.name} on {task} is already recorded; records are not overwritten"
+    )
+
+
 def do_record_real_rate(user, policy: Policy, task: str, rate: float, source: str, trials: int | None = None):
     """Record a real-robot rate once; a second one for the same policy and task is refused, never overwritten."""
     check_can(user, "launch_campaign")
     if RealRobotRate.objects.filter(policy=policy, task=task).exists():
-        raise LaunchRefused(
-            f"a real-robot rate of {policy.name} on {task} is already recorded; records are not overwritten"
-        )
+        raise _already_recorded(policy, task)
     return RealRobotRate.objects.create(
         policy=policy, task=task, rate=rate, trials=trials, source=source, entered_by=user
     )
@@ -442,10 +446,16 @@ def do_record_real_rate(user, policy: Policy, task: str, rate: float, source: st
 
 @transaction.atomic
 def do_record_real_rates(user, rows: list[dict]) -> int:
-    """Several rates in one transaction: one that is refused records none of them."""
+    """Several rates in one transaction, with one query for what is recorded already and one insert: a row that is
+    refused (recorded already, or twice in the file) records none of them."""
+    check_can(user, "launch_campaign")
+    policies = {row["policy"].pk for row in rows}
+    taken = set(RealRobotRate.objects.filter(policy__in=policies).values_list("policy_id", "task"))
     for number, row in enumerate(rows, start=2):
-        try:
-            do_record_real_rate(user, **row)
-        except LaunchRefused as exc:
-            raise LaunchRefused(f"line {number}: {exc}; no rate of the file was recorded") from None
+        key = (row["policy"].pk, row["task"])
+        if key in taken:
+            refused = _already_recorded(row["policy"], row["task"])
+            raise LaunchRefused(f"line {number}: {refused}; no rate of the file was recorded")
+        taken.add(key)
+    RealRobotRate.objects.bulk_create(RealRobotRate(entered_by=user, **row) for row in rows)
     return len(rows)

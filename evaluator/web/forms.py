@@ -473,11 +473,23 @@ class RealRateForm(forms.Form):
     trials = forms.IntegerField(min_value=1, max_value=100_000, required=False, help_text="Real episodes, if known.")
     source = forms.CharField(max_length=500, help_text="Where the number comes from (a paper, a lab log).")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, known_policies: dict[str, Policy] | None = None, **kwargs):
+        """known_policies: the policies by name, looked up once for a whole file (a row then asks no query)."""
         from evaluator.protocol.sim_to_real import tasks
 
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [(t, t) for t in tasks()]
+        self.known_policies = known_policies
+        if known_policies is not None:
+            self.fields["policy"] = forms.CharField(max_length=200)
+
+    def clean_policy(self):
+        value = self.cleaned_data["policy"]
+        if self.known_policies is None:
+            return value
+        if value not in self.known_policies:
+            raise forms.ValidationError(f"no policy {value[:100]!r}")
+        return self.known_policies[value]
 
 
 class SimToRealSelectionForm(forms.Form):
@@ -494,13 +506,16 @@ class SimToRealSelectionForm(forms.Form):
 
 RATE_COLUMNS = ["policy", "task", "rate", "trials", "source"]
 MAX_UPLOAD_BYTES = 1_000_000
+MAX_RATE_ROWS = 1_000  # far more than policies x the 9 sim-to-real tasks a lab reports at once
 
 
 class RealRatesUploadForm(forms.Form):
     """Several real-robot rates at once: a CSV file with the header policy,task,rate,trials,source. Every row
     is checked as the one-rate form checks it; one bad row refuses the whole file, naming each bad row."""
 
-    file = forms.FileField(help_text="CSV: policy,task,rate,trials,source (trials may be empty); at most 1 MB.")
+    file = forms.FileField(
+        help_text=f"CSV: policy,task,rate,trials,source (trials may be empty); at most 1 MB and {MAX_RATE_ROWS} rates."
+    )
 
     def clean_file(self) -> list[dict]:
         import csv
@@ -514,20 +529,27 @@ class RealRatesUploadForm(forms.Form):
         except UnicodeDecodeError:
             raise forms.ValidationError("the file is not UTF-8 text") from None
         reader = csv.DictReader(io.StringIO(text))
-        rows, errors, number = [], [], 0  # the last line read whole; line 1 is the header
+        read, number = [], 0  # the last line read whole; line 1 is the header
         try:
             header, number = reader.fieldnames, 1
             if header != RATE_COLUMNS:
                 got = str(header)[:200]
                 raise forms.ValidationError(f"the header must be {','.join(RATE_COLUMNS)}, got {got}")
             for number, row in enumerate(reader, start=2):
-                form = RealRateForm(row)
-                if form.is_valid():
-                    rows.append(form.cleaned_data)
-                else:
-                    errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
+                if len(read) == MAX_RATE_ROWS:
+                    raise forms.ValidationError(f"the file holds more than {MAX_RATE_ROWS} rates: send at most that")
+                read.append((number, row))
         except csv.Error as exc:  # a field over the csv module's size limit (131,072 characters)
             raise forms.ValidationError(f"line {number + 1}: not CSV that can be read ({exc})") from None
+        names = {row["policy"] for _, row in read if isinstance(row.get("policy"), str)}
+        known = {policy.name: policy for policy in Policy.objects.filter(name__in=names)}  # one query
+        rows, errors = [], []
+        for number, row in read:
+            form = RealRateForm(row, known_policies=known)
+            if form.is_valid():
+                rows.append(form.cleaned_data)
+            else:
+                errors += [f"line {number}: {field}: {' '.join(e)}" for field, e in form.errors.items()]
         if errors:
             raise forms.ValidationError(errors[:50])
         if not rows:
