@@ -34,6 +34,31 @@ def policy_hosts_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
     ]
 
 
+def database_user_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """`check --deploy`: the site's PostgreSQL user is no superuser, who could switch the immutability triggers off
+    for its session (SET session_replication_role = replica) and change finished records."""
+    from django.db import DatabaseError, connection
+
+    if connection.vendor != "postgresql":
+        return []
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user")
+            user, superuser = cursor.fetchone()
+    except DatabaseError as exc:
+        return [checks.Warning(f"cannot ask PostgreSQL whether the site's user is a superuser: {exc}", id="rsi.W003")]
+    if not superuser:
+        return []
+    return [
+        checks.Warning(
+            f"the database user {user!r} is a superuser: it can switch the immutability triggers off "
+            "(session_replication_role = replica) and change finished attempts and their records",
+            hint="connect as a plain role that owns the database (createuser without -s; docs/scale-out.md)",
+            id="rsi.W002",
+        )
+    ]
+
+
 class EvaluatorConfig(AppConfig):
     name = "evaluator"
     verbose_name = "RSI evaluator"
@@ -57,6 +82,7 @@ class EvaluatorConfig(AppConfig):
             media.chmod(OWNER_ONLY_DIR)
         connection_created.connect(keep_sqlite_private)
         checks.register(policy_hosts_check, checks.Tags.security, deploy=True)
+        checks.register(database_user_check, checks.Tags.security, deploy=True)
         pre_migrate.connect(drop_triggers, sender=self)
         post_migrate.connect(create_triggers, sender=self)
         post_migrate.connect(ensure_roles, sender=self)

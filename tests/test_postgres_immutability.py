@@ -42,15 +42,20 @@ for index, status in enumerate(["finished", "running"]):
 
 
 @pytest.fixture(scope="module")
-def database():
+def server_url():
     with postgres_server() as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "rsi_site.settings"}
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
-        )
-        subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True)
-        with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
-            yield connection
+        yield url
+
+
+@pytest.fixture(scope="module")
+def database(server_url):
+    env = {**os.environ, "DATABASE_URL": server_url, "DJANGO_SETTINGS_MODULE": "rsi_site.settings"}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+    subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True)
+    with psycopg.connect(server_url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
+        yield connection
 
 
 def _ids(connection):
@@ -152,3 +157,30 @@ def test_postgres_refuses_to_delete_or_upsert_a_row_a_plan_points_to(database, t
             f"INSERT INTO {table} SELECT * FROM {table} WHERE id = %s ON CONFLICT (id) DO UPDATE SET {change}", [pk]
         )
     assert database.execute(f"SELECT * FROM {table} WHERE id = %s", [pk]).fetchone() == before
+
+
+def check_deploy(url: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "RSI_SECRET_KEY"}
+    env.update(DATABASE_URL=url, RSI_HTTPS="1", RSI_POLICY_HOSTS="gpu7", DJANGO_SETTINGS_MODULE="rsi_site.settings")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    return result.stdout + result.stderr
+
+
+def test_the_deploy_check_warns_while_the_sites_database_user_is_a_superuser(database, server_url):
+    # Issue 42, item 15: "A database user that is a superuser can switch the immutability triggers off
+    # (`session_replication_role = replica`): the deploy check warns when the app's database user is a superuser,
+    # and docs/scale-out.md says to create a plain one."
+    assert "(rsi.W002) the database user 'rsi' is a superuser" in check_deploy(server_url)
+    database.execute("CREATE ROLE rsi_app LOGIN")
+    database.execute("GRANT ALL ON SCHEMA public TO rsi_app")
+    plain_url = server_url.replace("postgres://rsi@", "postgres://rsi_app@")
+    said = check_deploy(plain_url)
+    assert "rsi.W002" not in said and "rsi.W003" not in said, said
+    # What the warning is about: a plain role cannot switch the triggers off.
+    with (
+        psycopg.connect(plain_url.replace("postgres://", "postgresql://"), autocommit=True) as plain,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        plain.execute("SET session_replication_role = replica")
