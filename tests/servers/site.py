@@ -89,9 +89,10 @@ def set_up_site(env: dict, users: dict[str, list[str]] | None = None) -> None:
 
 
 @contextmanager
-def daphne_site(tmp_path: Path, users: dict[str, list[str]] | None = None):
-    """Yields (base URL, environment). `users` maps a username to its roles; the password is the name twice."""
-    env = site_env(tmp_path)
+def daphne_site(tmp_path: Path, users: dict[str, list[str]] | None = None, **settings: str):
+    """Yields (base URL, environment). `users` maps a username to its roles; the password is the name twice;
+    `settings` are further environment variables of the site."""
+    env = site_env(tmp_path, **settings)
     set_up_site(env, users)
     server = DaphneServer(tmp_path, env)
     server.start()
