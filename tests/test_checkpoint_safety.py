@@ -19,9 +19,9 @@ import pytest
 from evaluator.policies.checkpoint_files import LEROBOT_PROCESSOR_STEPS, MAX_JSON_BYTES
 from evaluator.policies.lerobot_checkpoint import lerobot_python
 from evaluator.records.models import Campaign
+from tests.servers.checkpoints import make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-MAKER = ROOT / "tests" / "servers" / "lerobot_checkpoint.py"
 PLAN = {"benchmark": "fetch", "tasks": ["push"], "sensors": "privileged-state"}
 pytestmark = pytest.mark.skipif(
     not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
@@ -31,20 +31,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def act_checkpoint(tmp_path_factory) -> Path:
     """An ACT checkpoint made and saved by lerobot itself, with Fetch's privileged-state features."""
-    folder = tmp_path_factory.mktemp("made") / "act"
-    made = subprocess.run(
-        [
-            lerobot_python(),
-            str(MAKER),
-            "act",
-            str(folder),
-            json.dumps({"image": [3, 480, 640], "state": 25, "action": 4}),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr[-2000:]
-    return folder
+    return make_checkpoint(tmp_path_factory.mktemp("made") / "act")
 
 
 @pytest.fixture

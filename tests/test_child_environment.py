@@ -4,8 +4,6 @@ allow-list, not by deleting names." Done when: "A test reads a running policy ho
 environment and finds none of the secret names."
 """
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from evaluator.native.child_env import child_environment
 from evaluator.native.client import NativeWorker
 from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
 from evaluator.protocol.identity import configure
+from tests.servers.checkpoints import make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRETS = {
@@ -55,19 +54,7 @@ def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets
 
 @pytest.mark.skipif(not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot")
 def test_a_running_policy_host_sees_none_of_the_servers_secrets(server_secrets, tmp_path):
-    folder = tmp_path / "act"
-    made = subprocess.run(
-        [
-            lerobot_python(),
-            str(ROOT / "tests" / "servers" / "lerobot_checkpoint.py"),
-            "act",
-            str(folder),
-            json.dumps({"image": [3, 480, 640], "state": 25, "action": 4}),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr[-2000:]
+    folder = make_checkpoint(tmp_path / "act")
     policy = LeRobotPolicy(str(folder), configure("fetch", sensors="privileged-state"))
     policy.load()
     try:

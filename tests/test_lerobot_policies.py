@@ -18,10 +18,9 @@ import pytest
 from evaluator.execution.launching import policy_record
 from evaluator.policies.lerobot_checkpoint import lerobot_python
 from evaluator.protocol.errors import ProtocolError
+from tests.servers.checkpoints import FETCH_STATE, make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-MAKER = ROOT / "tests" / "servers" / "lerobot_checkpoint.py"
-FETCH_STATE = {"image": [3, 480, 640], "state": 25, "action": 4}
 pytestmark = pytest.mark.skipif(
     not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
 )
@@ -32,12 +31,7 @@ def checkpoints(tmp_path_factory) -> Path:
     """A model root holding ACT and Diffusion checkpoints made by lerobot itself, and one whose head is NaN."""
     root = tmp_path_factory.mktemp("models")
     for name, kind, extra in (("act", "act", {}), ("diffusion", "diffusion", {}), ("act-nan", "act", {"nan": True})):
-        made = subprocess.run(
-            [lerobot_python(), str(MAKER), kind, str(root / name), json.dumps({**FETCH_STATE, **extra})],
-            capture_output=True,
-            text=True,
-        )
-        assert made.returncode == 0, made.stderr[-2000:]
+        make_checkpoint(root / name, kind, {**FETCH_STATE, **extra})
     return root
 
 
