@@ -102,9 +102,12 @@ def hostile():
 
 def rsi(url: str, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """`rsi ARGS` as a user runs it; its peak memory is printed last on stderr."""
+    # VmHWM is this process's own peak: getrusage's ru_maxrss would carry over the peak of the process it was
+    # forked from (the test runner, a gigabyte after a long run).
     code = (
-        "import resource, sys; from rsi_client.cli import main; status = main(sys.argv[1:]); "
-        "print(f'maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr); sys.exit(status)"
+        "import re, sys; from rsi_client.cli import main; status = main(sys.argv[1:]); "
+        "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
+        "print(f'maxrss_kb={peak}', file=sys.stderr); sys.exit(status)"
     )
     environment = {"PATH": os.environ["PATH"], "RSI_URL": url, "RSI_TOKEN": "rsi_x", **(env or {})}
     return subprocess.run(
