@@ -29,6 +29,19 @@ os.environ.setdefault("RSI_HEARTBEAT_S", "3600")
 os.environ.setdefault("RSI_CHILD_ENV_PASS", "DOUBLE_*,SIMPLE_DOUBLE_*")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_hosts(tmp_path_factory):
+    """This run's model hosts keep their records in a folder of its own, and are stopped when it ends (a host outlives
+    the attempts that use it, and would otherwise wait out its idle time)."""
+    from evaluator.policies.model_hosts import stop_hosts
+
+    folder = tmp_path_factory.mktemp("model-hosts")
+    folder.chmod(0o700)
+    os.environ["RSI_MODEL_HOST_DIR"] = str(folder)
+    yield folder
+    stop_hosts()
+
+
 @pytest.fixture(autouse=True)
 def fresh_cache():
     """Each test starts with an empty cache: it holds the API's count of failed token authentications."""

@@ -12,6 +12,7 @@ from evaluator.native.backends import worker_spec
 from evaluator.native.child_env import child_environment
 from evaluator.native.client import NativeWorker
 from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
+from evaluator.policies.model_hosts import model_host
 from evaluator.protocol.identity import configure
 from tests.servers.checkpoints import make_checkpoint
 
@@ -56,11 +57,8 @@ def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets
 def test_a_running_policy_host_sees_none_of_the_servers_secrets(server_secrets, tmp_path):
     folder = make_checkpoint(tmp_path / "act")
     policy = LeRobotPolicy(str(folder), configure("fetch", sensors="privileged-state"))
-    policy.load()
-    try:
-        seen = environment_of(policy.host.pid)
-    finally:
-        policy.end_episode()
+    with model_host(policy.plan()) as host:  # the machine's model host for the checkpoint, started and loaded
+        seen = environment_of(host.pid)
     assert not set(SECRETS) & set(seen)
     assert not any(value in seen.values() for value in SECRETS.values())
 

@@ -3,16 +3,18 @@ cannot lie, and inputs that cannot hurt", points 7, 8 and 9): one wall-clock dea
 replies, typed errors everywhere, and nothing an evaluator fault could erase."""
 
 import json
+import os
 import socket
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from evaluator.policies.base import PolicySetupFailure
 from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.policies.chat import parse_action_json
 from evaluator.protocol.actions import MAX_CHUNK_ACTIONS
+from evaluator.protocol.errors import ProtocolError
 from tests.servers.policies import (
     ChatServer,
     Completion,
@@ -174,26 +176,35 @@ def test_an_evaluator_fault_keeps_what_was_recorded(run_cell, register_policy, m
     assert "RuntimeError: a bug in RSI" in attempt.error_detail
 
 
-@pytest.mark.parametrize("content", [b"\x00random bytes", b"pickle"], ids=["random bytes", "a state_dict"])
-def test_a_torchscript_file_that_does_not_load_is_refused_at_launch(run_spec, tmp_path, content):
+@pytest.mark.parametrize(
+    "content, reason",
+    [(b"\x00random bytes", "is not a TorchScript module"), (b"pickle", "holds no TorchScript code")],
+    ids=["random bytes", "a state_dict"],
+)
+def test_a_file_that_is_no_torchscript_module_is_refused_at_launch_without_loading_it(
+    run_spec, tmp_path, content, reason
+):
+    # Issue 43, item 2: "Launch, preview and the policy check load no model: they check the folder ... as today."
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
     path = tmp_path / "model.pt"
     if content == b"pickle":
         torch.save(torch.nn.Linear(2, 2).state_dict(), str(path))
     else:
         path.write_bytes(content)
-    with pytest.raises(PolicySetupFailure, match="does not load"):
+    with pytest.raises(ProtocolError, match=reason):
         run_spec(f"torchscript:{path}")
+    assert not list(Path(os.environ["RSI_MODEL_HOST_DIR"]).glob("*.json"))  # no host was started
 
 
-def test_a_torchscript_module_on_a_missing_cuda_device_is_refused_at_launch(run_spec, tmp_path):
+def test_a_torchscript_module_on_a_missing_cuda_device_ends_its_attempt_as_a_setup_error(run_spec, tmp_path):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     path = tmp_path / "zeros.pt"
     torch.jit.script(torch.nn.Identity()).save(str(path))
-    with pytest.raises(PolicySetupFailure, match="does not load"):
-        run_spec(f"torchscript:{path}?device=cuda")
+    attempt = run_spec(f"torchscript:{path}?device=cuda")  # the device is the executor's: its host tells
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("infrastructure_error", "policy_setup", 0)
+    assert "does not load" in attempt.error_detail
 
 
 def test_an_unreachable_policy_server_is_a_setup_error_before_any_call(run_spec):

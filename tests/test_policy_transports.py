@@ -242,10 +242,10 @@ def test_the_torchscript_host_loads_the_very_bytes_it_hashes(tmp_path):
     unblock.daemon = True
     unblock.start()
     try:
-        loaded, _ = torch_host.load({"path": str(pipe)}, {})
+        model, loaded = torch_host.load({"path": str(pipe)})
     finally:
         unblock.cancel()
     writer.join(timeout=10)
     assert loaded["sha256"] == hashlib.sha256(data).hexdigest()
-    _, out = torch_host.act({}, {"image": np.zeros((4, 4, 3), dtype=np.uint8)})
-    assert out["actions"].tolist() == [[2.0, 2.0, 2.0, 2.0]]
+    [actions] = model.infer([({}, {"observation/image": np.zeros((4, 4, 3), dtype=np.uint8)})])
+    assert actions.tolist() == [[2.0, 2.0, 2.0, 2.0]]

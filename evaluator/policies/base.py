@@ -107,10 +107,6 @@ class PolicySetupFailure(ProtocolError):
 
 
 class Policy(ABC):
-    def verify(self) -> None:
-        """At launch: what can be checked without contacting a server (a local module loads); raises
-        PolicySetupFailure."""
-
     def check_tasks(self, tasks: list) -> None:
         """At launch, with the plan's tasks (catalog TaskSpecs): what the policy needs of each, or a ProtocolError
         (a LaunchRefused holding each problem). No server is contacted, nothing is loaded."""

@@ -20,6 +20,7 @@ MAX_JSON_BYTES = 1 << 20  # a config or processor file of a real checkpoint is a
 MAX_JSON_DEPTH = 32
 
 PROCESSOR_FILES = ("policy_preprocessor.json", "policy_postprocessor.json")
+MIGRATION = "python -m lerobot.processor.migrate_policy_normalization"
 LEROBOT_PROCESSOR_STEPS = frozenset(
     {
         "action_tokenizer_processor",
@@ -147,13 +148,17 @@ def step_problems(name: str, index: int, step: object) -> list[str]:
 
 
 def processor_problems(folder: Path) -> list[str]:
-    """Why the folder's processor files may not be loaded, one line a step; missing files are the host's to explain
-    (a checkpoint saved before LeRobot 0.4)."""
+    """Why the folder's processor files may not be loaded: missing (a checkpoint saved before LeRobot 0.4), or one
+    line a step."""
+    missing = [name for name in PROCESSOR_FILES if not (Path(folder) / name).exists()]
+    if missing:
+        return [
+            f"{Path(folder)} has no {' or '.join(missing)}: a checkpoint saved before LeRobot 0.4 keeps its "
+            f"normalization in the weights; convert it with {MIGRATION}"
+        ]
     problems = []
     for name in PROCESSOR_FILES:
         path = Path(folder) / name
-        if not path.exists() and not path.is_symlink():
-            continue
         try:
             pipeline = read_json_file(path)
         except CheckpointRefused as exc:

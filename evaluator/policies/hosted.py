@@ -1,79 +1,85 @@
-"""Policies held in a host process of their own (a TorchScript module, a LeRobot checkpoint), spoken to over the
-framed protocol of the native workers: started and loaded before the first call (loading is no call's latency),
-one deadline per call, replies capped as the host declares them, and every fault typed."""
+"""Policies held by a model host (a TorchScript module, a LeRobot checkpoint): the machine's host for the policy is
+found or started at the episode's start (model_hosts.py; loading is no call's latency, and happens once per host),
+then the episode is one openpi connection to it, one deadline per call, every fault typed. Nothing is loaded at
+launch, preview or policy check time."""
 
 from __future__ import annotations
 
-from evaluator.native.client import NativeWorker, WorkerFailure, WorkerSpec
-from evaluator.policies.base import Policy, PolicyFailure, PolicySetupFailure
-from evaluator.policies.calls import MAX_REPLY_BYTES, too_large
+import hashlib
+
+from evaluator.policies import msgpack_numpy
+from evaluator.policies.base import EpisodeStart, Policy, PolicyFailure
+from evaluator.policies.model_hosts import HostPlan, RunningHost, model_host
+from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.protocol.scoring import ErrorType
 
-CAUSES = {
-    "timeout": (ErrorType.POLICY_TIMEOUT, "no reply within the timeout"),
-    "died": (ErrorType.POLICY_TRANSPORT, "the policy process died"),
-    "start": (ErrorType.POLICY_TRANSPORT, "the policy process could not start"),
-    "garbage": (ErrorType.MALFORMED_OUTPUT, "the policy process answered garbage"),
-    "too_large": (ErrorType.MALFORMED_OUTPUT, too_large(MAX_REPLY_BYTES).public),
-    "reported": (ErrorType.POLICY_SERVER_ERROR, "the policy raised an error"),
-}
+
+def episode_seed(token: str) -> int:
+    """The seed of an episode's noise in its host: from its random token, so that an episode's draws are its own."""
+    return int.from_bytes(hashlib.sha256(token.encode()).digest()[:8], "big") >> 1
 
 
 class HostedPolicy(Policy):
-    """A policy in a host process: subclasses say what it is (`what`), what `load` asks, and what the loaded
-    policy must be (`check_loaded`)."""
+    """A policy in a model host: subclasses say what the host loads (`plan`) and what the loaded policy must be
+    (`check_loaded`)."""
 
-    what = "the policy"
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self.host: RunningHost | None = None
+        self.connection: OpenPiPolicy | None = None
+        self.metadata: dict = {}  # what the host said when the episode connected
 
-    def __init__(self, spec: WorkerSpec):
-        self.spec = spec
-        self.host = None
-        self.loaded: dict = {}
-
-    def load_request(self) -> dict:
+    def plan(self) -> HostPlan:
         raise NotImplementedError
 
-    def check_loaded(self) -> None:
-        """Raise PolicySetupFailure when what loaded is not what the cell was launched with."""
+    def check_loaded(self, loaded: dict) -> None:
+        """Raise PolicySetupFailure when what the host loaded is not what the cell was launched with."""
 
-    def load(self) -> None:
-        """Start a host process and load the policy in it. A policy that does not load is a setup error, never a
-        policy failure."""
+    @property
+    def loaded(self) -> dict:
+        return self.host.loaded if self.host is not None else {}
+
+    def start_episode(self, start: EpisodeStart) -> None:
+        """The machine's host for this policy (started and loaded if none runs), checked, and a fresh connection to it:
+        the host makes the episode's state afresh for it, so no memory carries over between episodes."""
         self.end_episode()
+        with model_host(self.plan()) as host:
+            self.host = host
+            self.check_loaded(host.loaded)
+            self.connection = OpenPiPolicy(f"{host.uri}/?episode_seed={episode_seed(start.token)}", self.timeout_s)
+            self.connection.start_episode(start)
+            self.metadata = self.connection.metadata or {}
+
+    def call(self, observation: dict) -> dict:
+        """One call: the host's reply, holding "actions" (and its server_timing), or PolicyFailure."""
+        if self.connection is None:
+            raise PolicyFailure(ErrorType.POLICY_TRANSPORT, "the model host is gone")
         try:
-            self.host = NativeWorker(self.spec)
-            self.loaded = self.host.request("load", self.load_request())[0]
-        except WorkerFailure as failure:
-            self.host = None
-            detail = failure.stderr_tail.strip().splitlines()[-1:] or [str(failure)]
-            raise PolicySetupFailure(f"{self.what} does not load: {detail[0]}") from None
-        try:
-            self.check_loaded()
-        except PolicySetupFailure:
-            self.end_episode()
+            return self.connection.exchange(msgpack_numpy.pack(observation))
+        except PolicyFailure as failure:
+            if failure.error_type is ErrorType.POLICY_TRANSPORT and not self.host.alive():
+                raise PolicyFailure(
+                    ErrorType.POLICY_TRANSPORT, "the model host died", f"{failure.detail}\n{self.host.log_tail()}"
+                ) from None
             raise
 
-    def verify(self) -> None:
-        """At launch: the policy loads on its device (then the host is closed again)."""
-        try:
-            self.load()
-        finally:
-            self.end_episode()
-
-    def request(self, op: str, header: dict | None = None, arrays: dict | None = None):
-        try:
-            if self.host is None:
-                raise WorkerFailure(ErrorType.NATIVE_RUNTIME, "the policy process is gone", cause="died")
-            return self.host.request(op, header, arrays)
-        except WorkerFailure as failure:
-            self.host = None  # a failed host is gone: the episode's later calls fail the same way
-            error_type, public = CAUSES[failure.cause]
-            raise PolicyFailure(error_type, public, f"{failure}\n{failure.stderr_tail}") from None
-
-    def start_episode(self, start) -> None:
-        self.load()  # a fresh host process: no memory carries over between episodes
-
     def end_episode(self) -> None:
-        if self.host is not None:
-            self.host.close()
-            self.host = None
+        if self.connection is not None:
+            self.connection.end_episode()
+            self.connection = None
+
+    def describe(self) -> dict:
+        if self.host is None:
+            return {}
+        metadata = self.metadata
+        return {
+            "host": {
+                "instance": self.host.instance,
+                "pid": self.host.pid,
+                "started_for_this_attempt": self.host.started_here,
+                "load_s": self.host.loaded.get("load_s"),
+                "max_batch": metadata.get("max_batch"),
+                "max_wait_ms": metadata.get("max_wait_ms"),
+                "episode_seed": metadata.get("episode_seed"),
+            }
+        }

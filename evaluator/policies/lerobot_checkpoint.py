@@ -1,6 +1,7 @@
 """LeRobot checkpoints as policies: `lerobot:PATH`, a folder written by `save_pretrained` (LeRobot 0.4: config,
-weights, and the pre- and post-processor pipelines). The checkpoint runs in its own host process in LeRobot's
-interpreter (lerobot_host.py), started once per attempt; its load time is recorded apart from call latency.
+weights, and the pre- and post-processor pipelines). The checkpoint runs in a model host in LeRobot's
+interpreter (model_server.py with lerobot_host.py), loaded once per machine and shared by every episode that runs it
+(model_hosts.py); its load time is recorded apart from call latency.
 
 The observation profile maps RSI's observation onto the checkpoint's declared input features: the frame to its one
 `observation.images.<camera>` (CHW, float in [0, 1]; resized only with `?resize=1`, and recorded), the sensor
@@ -16,17 +17,15 @@ import os
 from pathlib import Path
 
 from environment.workers.checksums import folder_sha256
-from evaluator.native.client import WorkerSpec
 from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
-from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.policies.checkpoint_files import CheckpointRefused, processor_problems, read_json_file
 from evaluator.policies.hosted import HostedPolicy
+from evaluator.policies.model_hosts import HostPlan
 from evaluator.protocol.catalogs import TaskSpec
 from evaluator.protocol.errors import LaunchRefused
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.registry import action_contract, benchmark_protocol
 
-HOST = Path(__file__).resolve().with_name("lerobot_host.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -110,19 +109,10 @@ class LeRobotPolicy(HostedPolicy):
         resize: bool = False,
         python: str | None = None,
     ):
-        super().__init__(
-            WorkerSpec(
-                benchmark="lerobot",
-                python=python or lerobot_python(),
-                script=HOST,
-                # Importing torch and lerobot and loading the weights is not a call: it has its own, longer limit.
-                timeouts={"load": max(timeout_s, 300.0), "act": timeout_s, "close": 10.0},
-                max_reply_array_bytes=MAX_REPLY_BYTES,
-            )
-        )
+        super().__init__(timeout_s)
         self.path, self.config, self.device, self.resize = Path(path), config, device, resize
+        self.python = python or lerobot_python()
         self.folder_sha256 = folder_sha256  # the files the policy identity was made from
-        self.what = f"the LeRobot checkpoint {path}"
         self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors)
         self.mapping: dict | None = None
 
@@ -139,9 +129,12 @@ class LeRobotPolicy(HostedPolicy):
         if problems:
             raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in problems])
 
-    def load_request(self) -> dict:
+    def plan(self) -> HostPlan:
         """What the host loads, and the observation profile the calls follow (kept for them and the provenance)."""
-        checkpoint = checkpoint_config(self.path)
+        try:
+            checkpoint = checkpoint_config(self.path)
+        except CheckpointRefused as exc:  # the folder changed after launch: a setup error, not the policy's
+            raise PolicySetupFailure(str(exc)) from None
         inputs = _features(checkpoint, "input_features")
         image = next((name for name, (kind, _) in inputs.items() if kind == "VISUAL"), None)
         state = next((name for name, (kind, _) in inputs.items() if kind == "STATE"), None)
@@ -153,39 +146,37 @@ class LeRobotPolicy(HostedPolicy):
             "state_key": state,
             "resize": resize,
         }
-        return self.mapping
+        # Importing torch and lerobot and loading the weights is not a call: it has its own, longer limit.
+        what = f"the LeRobot checkpoint {self.path}"
+        return HostPlan("lerobot", self.python, self.mapping, max(self.timeout_s, 300.0), what)
 
-    def check_loaded(self) -> None:
-        if self.folder_sha256 is not None and self.loaded.get("folder_sha256") != self.folder_sha256:
+    def check_loaded(self, loaded: dict) -> None:
+        if self.folder_sha256 is not None and loaded.get("folder_sha256") != self.folder_sha256:
             raise PolicySetupFailure(
-                f"the LeRobot checkpoint {self.path} changed since launch: sha256 {self.loaded.get('folder_sha256')}, "
+                f"the LeRobot checkpoint {self.path} changed since launch: sha256 {loaded.get('folder_sha256')}, "
                 f"launched as {self.folder_sha256}"
             )
 
-    def start_episode(self, start) -> None:
-        try:
-            super().start_episode(start)
-        except CheckpointRefused as exc:  # the folder changed after launch: a setup error, not the policy's
-            raise PolicySetupFailure(str(exc)) from None
-
     def act(self, message: MailboxMessage) -> PolicyReply:
-        arrays = {"image": message.rgb}
+        observation = {"observation/image": message.rgb, "prompt": message.instruction}
         sent = {
             self.mapping["image_key"]: {"from": "frame", "shape": list(message.rgb.shape), "pixels": "png"},
             "task": message.instruction,
         }
         if self.mapping["state_key"]:
-            arrays["state"] = message.sensors[self.state_array]
-            sent[self.mapping["state_key"]] = {"from": self.state_array, "values": arrays["state"].tolist()}
+            observation["observation/state"] = state = message.sensors[self.state_array]
+            sent[self.mapping["state_key"]] = {"from": self.state_array, "values": state.tolist()}
         if self.mapping["resize"]:
             sent[self.mapping["image_key"]]["resized_to"] = self.mapping["resize"]
+        # What the checkpoint was given, as its features name it; the frame's pixels are the call's PNG.
         self.record_sent(json.dumps(sent).encode(), "application/json")
-        header, replied = self.request("act", {"task": message.instruction}, arrays)
-        self.compute_ms = header.get("compute_ms")  # the checkpoint's own time in its process (bench/)
-        return PolicyReply({"actions": replied["actions"]}, Usage(provider_requests=0))
+        reply = self.call(observation)
+        response = {"actions": reply["actions"], "server_timing": reply.get("server_timing")}
+        return PolicyReply(response, Usage(provider_requests=0))
 
     def describe(self) -> dict:
         return {
+            **super().describe(),
             "folder_sha256": self.loaded.get("folder_sha256"),
             "lerobot": self.loaded.get("lerobot"),
             "policy_type": self.loaded.get("type"),

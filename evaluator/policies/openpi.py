@@ -16,6 +16,7 @@ from websockets.frames import CloseCode
 from websockets.sync.client import connect
 
 from environment.workers.wire import jsonable
+from evaluator.policies import msgpack_numpy
 from evaluator.policies.base import (
     EpisodeStart,
     MailboxMessage,
@@ -30,32 +31,10 @@ from evaluator.policies.replies import check_nesting, excerpt
 from evaluator.protocol.scoring import ErrorType
 
 
-def _encode_numpy(value):
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "VOc":
-            raise ValueError(f"cannot send dtype {value.dtype}")
-        return {b"__ndarray__": True, b"data": value.tobytes(), b"dtype": value.dtype.str, b"shape": value.shape}
-    if isinstance(value, np.generic):
-        return {b"__npgeneric__": True, b"data": value.item(), b"dtype": value.dtype.str}
-    return value
-
-
-def _decode_numpy(value):
-    if b"__ndarray__" in value:
-        return np.frombuffer(value[b"data"], dtype=np.dtype(value[b"dtype"])).reshape(value[b"shape"])
-    if b"__npgeneric__" in value:
-        return np.dtype(value[b"dtype"]).type(value[b"data"])
-    return value
-
-
-def pack(value) -> bytes:
-    return msgpack.packb(value, default=_encode_numpy)
-
-
 def unpack(data: bytes, what: str = "the message"):
     """A server's msgpack message; malformed_output (a PolicyFailure) when it does not decode or nests too deep."""
     try:
-        value = msgpack.unpackb(data, object_hook=_decode_numpy)
+        value = msgpack_numpy.unpack(data)
     except (msgpack.UnpackException, ValueError, TypeError, KeyError) as exc:
         raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what} does not decode", repr(exc)) from None
     check_nesting(value, what)
@@ -167,13 +146,20 @@ class OpenPiPolicy(Policy):
             raise PolicySetupFailure(f"the openpi server at {self.uri}: {failure.public} ({failure.detail})") from None
 
     def act(self, message: MailboxMessage) -> PolicyReply:
-        deadline = CallDeadline(self.timeout_s)
         observation = {self.image_key: message.rgb, self.prompt_key: message.instruction, **self.blanks}
         if self.profile.sensor_prefix is not None:
             prefix = self.profile.sensor_prefix
             observation.update({prefix + name: np.asarray(v) for name, v in message.sensors.items()})
-        packed = pack(observation)
+        packed = msgpack_numpy.pack(observation)
         self.record_sent(packed, "application/msgpack")
+        reply = self.exchange(packed)
+        # Other keys (server_timing, ...) stay in the recorded response; "actions" is validated as returned.
+        return PolicyReply({str(k): v for k, v in reply.items() if k != "stop"}, Usage())
+
+    def exchange(self, packed: bytes) -> dict:
+        """One packed observation sent, its reply received within the call's deadline: a dict holding "actions", or
+        PolicyFailure (the connection is dropped then)."""
+        deadline = CallDeadline(self.timeout_s)
         connection = self._open(deadline)
         try:
             with deadline.guarding(connection.socket):
@@ -200,8 +186,7 @@ class OpenPiPolicy(Policy):
             raise self._fail(failure.error_type, failure.public, failure.detail) from None
         if not isinstance(reply, dict) or "actions" not in reply:
             raise self._fail(ErrorType.MALFORMED_OUTPUT, 'the reply has no "actions"', excerpt(repr(reply)))
-        # Other keys (server_timing, ...) stay in the recorded response; "actions" is validated as returned.
-        return PolicyReply({str(k): v for k, v in reply.items() if k != "stop"}, Usage())
+        return reply
 
     def end_episode(self) -> None:
         self._discard()

@@ -1,47 +1,57 @@
-"""The process that holds a local TorchScript policy, outside the evaluator's process.
+"""A TorchScript module as a model host's adapter (model_server.py), outside the evaluator's process.
 
-Run as `python torch_host.py`; it speaks the framed protocol of environment/workers/wire.py:
-`load` {path, device}, then `act` with the RGB frame as a uint8 array of shape (H, W, 3).
-Calling convention: `module(image)` with image a uint8 tensor (H, W, 3) on the device; it
-returns a float tensor of actions, shape (N, D) for a chunk of N actions.
+`load` {path, device}: the module, read once (the bytes hashed are the bytes loaded), and what loaded.
+Calling convention: `module(image)` with image a uint8 tensor (H, W, 3) on the device; it returns a float tensor of
+actions, shape (N, D) for a chunk of N actions. The convention has no batch dimension: the calls of a batch run one
+after the other, and the host batches nothing (`batched` is False).
 """
 
 import hashlib
 import io
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
-from wire import NativeError, serve
-
-state = {}
+batched = False
 
 
-def load(request, arrays):
+class LoadFailure(Exception):
+    """The module does not load here: a setup error, said in one line."""
+
+
+def load(request: dict):
     try:
         import torch
     except ImportError:
-        raise NativeError("install", "torch is not installed (pip install -r requirements-torch.txt)") from None
+        raise LoadFailure("torch is not installed (pip install -r requirements-torch.txt)") from None
     data = Path(request["path"]).read_bytes()  # read once: the bytes hashed are the bytes loaded
-    state["device"] = torch.device(request.get("device", "cpu"))
-    state["module"] = torch.jit.load(io.BytesIO(data), map_location=state["device"]).eval()
-    state["torch"] = torch
-    return {"sha256": hashlib.sha256(data).hexdigest(), "torch": torch.__version__}, {}
+    try:
+        device = torch.device(request.get("device", "cpu"))
+        module = torch.jit.load(io.BytesIO(data), map_location=device).eval()
+    except Exception as exc:  # random bytes, a pickle, a state_dict, a CUDA device that is not there
+        raise LoadFailure(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}") from None
+    return TorchScriptModel(torch, module, device), {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "torch": torch.__version__,
+        "device": str(device),
+    }
 
 
-def act(request, arrays):
-    torch = state["torch"]
-    with torch.inference_mode():
-        image = torch.from_numpy(arrays["image"].copy()).to(state["device"])
-        actions = state["module"](image)
-    if not isinstance(actions, torch.Tensor):
-        raise NativeError("native_runtime", f"the module returned {type(actions).__name__}, not a tensor")
-    return {}, {"actions": actions.detach().to("cpu", torch.float64).numpy()}
+class TorchScriptModel:
+    def __init__(self, torch, module, device):
+        self.torch, self.module, self.device = torch, module, device
 
+    def new_episode(self, seed: int) -> dict:
+        return {}
 
-def close(request, arrays):
-    return {}, {}
+    def check(self, observation: dict) -> dict:
+        return observation
 
+    def infer(self, calls: list) -> list:
+        return [self.act(observation["observation/image"]) for _, observation in calls]
 
-if __name__ == "__main__":
-    serve({"load": load, "act": act, "close": close}, default_errors={})
+    def act(self, frame):
+        torch = self.torch
+        with torch.inference_mode():
+            actions = self.module(torch.from_numpy(frame.copy()).to(self.device))
+        if not isinstance(actions, torch.Tensor):
+            raise ValueError(f"the module returned {type(actions).__name__}, not a tensor")
+        return actions.detach().to("cpu", torch.float64).numpy()

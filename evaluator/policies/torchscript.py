@@ -1,17 +1,34 @@
-"""Local TorchScript modules, run in a host subprocess (torch is an optional extra)."""
+"""Local TorchScript modules, run in a model host (model_server.py with torch_host.py; torch is an optional extra)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import zipfile
 from pathlib import Path
 
-from evaluator.native.client import WorkerSpec
 from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
-from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.policies.hosted import HostedPolicy
+from evaluator.policies.model_hosts import HostPlan
+from evaluator.protocol.errors import ProtocolError
 
-HOST = Path(__file__).resolve().with_name("torch_host.py")
+
+class NotTorchScript(ProtocolError):
+    pass
+
+
+def check_torchscript_file(path: Path) -> None:
+    """What can be told of a module without loading it: TorchScript saves a zip archive holding its code (a
+    state_dict or a pickled model holds none). NotTorchScript otherwise."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        raise NotTorchScript(f"{path} is not a TorchScript module (torch.jit.save writes a zip archive)") from None
+    if not any("/code/" in name for name in names):
+        raise NotTorchScript(
+            f"{path} holds no TorchScript code (a state_dict or a pickled model?): save it with torch.jit.save"
+        )
 
 
 class TorchScriptPolicy(HostedPolicy):
@@ -23,28 +40,22 @@ class TorchScriptPolicy(HostedPolicy):
         python: str = sys.executable,
         module_sha256: str | None = None,
     ):
-        super().__init__(
-            WorkerSpec(
-                benchmark="torchscript",
-                python=python,
-                script=HOST,
-                timeouts={"load": max(timeout_s, 120.0), "act": timeout_s, "close": 10.0},
-                max_reply_array_bytes=MAX_REPLY_BYTES,  # refused as the host declares it, before it is read
-            )
-        )
-        self.path, self.device = path, device
+        super().__init__(timeout_s)
+        self.path, self.device, self.python = path, device, python
         self.module_sha256 = module_sha256  # the bytes the policy identity was made from
-        # A module that does not load (random bytes, a pickle, a state_dict, a CUDA device that is not there).
-        self.what = f"the TorchScript module {path}"
 
-    def load_request(self) -> dict:
-        return {"path": self.path, "device": self.device}
+    def check_tasks(self, tasks: list) -> None:
+        check_torchscript_file(Path(self.path))
 
-    def check_loaded(self) -> None:
-        if self.module_sha256 is not None and self.loaded.get("sha256") != self.module_sha256:
+    def plan(self) -> HostPlan:
+        load, what = {"path": self.path, "device": self.device}, f"the TorchScript module {self.path}"
+        return HostPlan("torchscript", self.python, load, max(self.timeout_s, 120.0), what)
+
+    def check_loaded(self, loaded: dict) -> None:
+        if self.module_sha256 is not None and loaded.get("sha256") != self.module_sha256:
             # What would run is no longer the policy this cell was launched with: refuse, never substitute.
             raise PolicySetupFailure(
-                f"the TorchScript module {self.path} changed since launch: sha256 {self.loaded.get('sha256')}, "
+                f"the TorchScript module {self.path} changed since launch: sha256 {loaded.get('sha256')}, "
                 f"launched as {self.module_sha256}"
             )
 
@@ -52,8 +63,13 @@ class TorchScriptPolicy(HostedPolicy):
         # The module's whole input is the frame's pixels, which the evidence keeps losslessly as the call's PNG.
         received = {"input": "image", "dtype": "uint8", "shape": list(message.rgb.shape), "pixels": "png"}
         self.record_sent(json.dumps(received).encode(), "application/json")
-        _, arrays = self.request("act", arrays={"image": message.rgb})
-        return PolicyReply({"actions": arrays["actions"]}, Usage(provider_requests=0))
+        reply = self.call({"observation/image": message.rgb, "prompt": message.instruction})
+        return PolicyReply({"actions": reply["actions"]}, Usage(provider_requests=0))
 
     def describe(self) -> dict:
-        return {"module_sha256": self.loaded.get("sha256"), "torch": self.loaded.get("torch"), "device": self.device}
+        return {
+            **super().describe(),
+            "module_sha256": self.loaded.get("sha256"),
+            "torch": self.loaded.get("torch"),
+            "device": self.device,
+        }

@@ -114,8 +114,7 @@ def check_policy(spec: str, settings: dict, config: ProtocolConfig, task: TaskSp
 
     policy = build_policy(spec, settings, config)
     try:
-        policy.verify()
-        policy.start_episode(start)
+        policy.start_episode(start)  # a local model: the executor's host for it, which loads it if none runs
     except PolicySetupFailure as failure:
         return refused(failure.error_type.value, str(failure))
     started = time.perf_counter()

@@ -26,7 +26,8 @@ import msgpack
 import numpy as np
 from websockets.sync.server import serve
 
-from evaluator.policies.openpi import pack, unpack
+from evaluator.policies.msgpack_numpy import pack
+from evaluator.policies.openpi import unpack
 
 
 @dataclass(frozen=True)
