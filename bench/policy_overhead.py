@@ -234,7 +234,7 @@ def in_episode(name: str, transport: Transport, calls: int) -> dict:
 
 def lerobot_hop(message: MailboxMessage, calls: int) -> dict:
     """The added time per call of `lerobot:PATH`: each call's latency in RSI less the checkpoint's own time in
-    its process, for the same call (both medians over `calls`, after 5 warm-up calls)."""
+    its model host (its forward pass, batch of one), for the same call (both medians over `calls`, after 5 warm-up calls)."""
     import subprocess
 
     folder = Path(WORK) / "models" / "act"
@@ -250,12 +250,12 @@ def lerobot_hop(message: MailboxMessage, calls: int) -> dict:
         for number in range(5 + calls):
             fresh = dataclasses.replace(message, sensors={"observation": state})
             started = time.perf_counter()
-            policy.act(fresh)
+            reply = policy.act(fresh)
             elapsed = (time.perf_counter() - started) * 1000
             policy.take_sent()
             if number >= 5:
                 timings["rsi"].append(elapsed)
-                timings["direct"].append(policy.compute_ms)
+                timings["direct"].append(reply.response["server_timing"]["infer_ms"])
     finally:
         policy.end_episode()
     hop = statistics.median(r - d for r, d in zip(timings["rsi"], timings["direct"], strict=True))
