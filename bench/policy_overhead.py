@@ -234,7 +234,8 @@ def in_episode(name: str, transport: Transport, calls: int) -> dict:
 
 def lerobot_hop(message: MailboxMessage, calls: int) -> dict:
     """The added time per call of `lerobot:PATH`: each call's latency in RSI less the checkpoint's own time in
-    its model host (its forward pass, batch of one), for the same call (both medians over `calls`, after 5 warm-up calls)."""
+    its model host (its forward pass, batch of one), for the same call (both medians over `calls`, after 5 warm-up
+    calls)."""
     import subprocess
 
     folder = Path(WORK) / "models" / "act"
