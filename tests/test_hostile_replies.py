@@ -127,8 +127,8 @@ def test_an_openpi_reply_no_encoder_writes_is_the_policys_typed_error(run_spec, 
 
 
 # 6. "A TorchScript module returning a 4,000,000x4 tensor is refused as malformed_output, but only after 128 MB
-# were sent and allocated": the evaluator now refuses the frame as its header declares it (tests/test_worker_wire.py
-# shows nothing is allocated); here, the whole path.
+# were sent and allocated": the evaluator refuses the reply as its websocket frame's header declares its length (the
+# module runs in a model host since issue 43), before the payload is read; here, the whole path.
 def test_a_torchscript_reply_declaring_more_than_the_cap_is_malformed_output(run_spec, tmp_path):
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
 
@@ -142,4 +142,4 @@ def test_a_torchscript_reply_declaring_more_than_the_cap_is_malformed_output(run
     _assert_typed_policy_fault(attempt, {"malformed_output"})
     decision = attempt.decisions.get()
     assert "larger than 1048576 bytes" in decision.violation["message"]
-    assert "declares 128000000 bytes of arrays, over the 1048576-byte cap" in attempt.error_detail
+    assert "reply of more than 1048576 bytes refused at the 1048576-byte cap" in attempt.error_detail

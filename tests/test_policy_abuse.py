@@ -191,9 +191,10 @@ def test_a_file_that_is_no_torchscript_module_is_refused_at_launch_without_loadi
         torch.save(torch.nn.Linear(2, 2).state_dict(), str(path))
     else:
         path.write_bytes(content)
+    hosts = sorted(Path(os.environ["RSI_MODEL_HOST_DIR"]).glob("*.log"))
     with pytest.raises(ProtocolError, match=reason):
         run_spec(f"torchscript:{path}")
-    assert not list(Path(os.environ["RSI_MODEL_HOST_DIR"]).glob("*.json"))  # no host was started
+    assert sorted(Path(os.environ["RSI_MODEL_HOST_DIR"]).glob("*.log")) == hosts  # no host was started for it
 
 
 def test_a_torchscript_module_on_a_missing_cuda_device_ends_its_attempt_as_a_setup_error(run_spec, tmp_path):

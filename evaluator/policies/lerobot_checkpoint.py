@@ -102,7 +102,7 @@ class LeRobotPolicy(HostedPolicy):
     def __init__(
         self,
         path: str,
-        config: ProtocolConfig,
+        config: ProtocolConfig | None,
         device: str = "cpu",
         timeout_s: float = 30.0,
         folder_sha256: str | None = None,
@@ -113,7 +113,8 @@ class LeRobotPolicy(HostedPolicy):
         self.path, self.config, self.device, self.resize = Path(path), config, device, resize
         self.python = python or lerobot_python()
         self.folder_sha256 = folder_sha256  # the files the policy identity was made from
-        self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors)
+        # Served by `manage.py serve-policy`, a checkpoint has no benchmark: the caller sends its state.
+        self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors) if config else None
         self.mapping: dict | None = None
 
     def check_tasks(self, tasks: list[TaskSpec]) -> None:

@@ -128,6 +128,14 @@ class LeRobotModel:
             raise ValueError(f'"observation/image" is {list(image.shape)}; this checkpoint takes {wanted}')
         if self.state_key:
             state = observation.get("observation/state")
+            if state is None:  # RSI's openpi transport sends a track's arrays under their own names: the one that fits
+                named = [
+                    v
+                    for k, v in observation.items()
+                    if k.startswith("observation/") and getattr(v, "shape", None) == (self.state_size,)
+                ]
+                state = named[0] if len(named) == 1 else None
+            observation["observation/state"] = state
             if not isinstance(state, np.ndarray) or state.shape != (self.state_size,) or state.dtype.kind not in "fiu":
                 raise ValueError(f'"observation/state" must be {self.state_size} numbers')
         return observation

@@ -154,16 +154,14 @@ def _tail(log: Path) -> str:
         return ""
 
 
+def server_config(plan: HostPlan, host: str, port: int, idle_s: float | None, lock: str | None) -> dict:
+    """model_server.py's configuration line for `plan`."""
+    return {"model": plan.model, "load": dict(plan.load), "host": host, "port": port, "idle_s": idle_s, "lock": lock}
+
+
 def _start(plan: HostPlan, record: Path, log: Path, lock: str) -> RunningHost:
-    config = {
-        "model": plan.model,
-        "load": dict(plan.load),
-        "host": "127.0.0.1",
-        "port": 0,
-        "idle_s": _setting("RSI_MODEL_HOST_IDLE_S", 300.0, 1, 7 * 86400),
-        "lock": lock,
-        **plan.batching,
-    }
+    idle_s = _setting("RSI_MODEL_HOST_IDLE_S", 300.0, 1, 7 * 86400)
+    config = {**server_config(plan, "127.0.0.1", 0, idle_s, lock), **plan.batching}
     started_at = time.monotonic()
     with log.open("ab") as stderr:
         stderr.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {plan.what}\n".encode())

@@ -1,0 +1,59 @@
+import json
+import subprocess
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluator.native.child_env import child_environment
+from evaluator.policies.model_hosts import SERVER, HostSettingInvalid, batching, server_config
+from evaluator.policies.specs import build_policy, parse_policy_spec
+from evaluator.protocol.errors import LaunchRefused, ProtocolError
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve a local model (lerobot:PATH or torchscript:PATH) over openpi's websocket protocol, on a GPU machine "
+        "for simulation hosts elsewhere: they evaluate it as openpi+ws://HOST:PORT (stock openpi clients work too). "
+        "The model host RSI starts for local models, in the foreground: loaded once, every connection one episode "
+        "with its own state, the calls of concurrent episodes batched. Prints one JSON line once it serves "
+        "(instance, pid, port, what loaded); Ctrl-C stops it."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("spec", help="lerobot:PATH or torchscript:PATH, with its settings (?device=cuda ...)")
+        parser.add_argument("--port", type=int, required=True, help="TCP port to serve on (1..65535)")
+        parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
+        parser.add_argument("--max-batch", type=int, help="most calls in one forward pass (RSI_MODEL_HOST_MAX_BATCH)")
+        parser.add_argument("--max-wait-ms", type=float, help="batching window (RSI_MODEL_HOST_MAX_WAIT_MS)")
+
+    def handle(self, *args, **options):
+        if not 1 <= options["port"] <= 65535:
+            raise CommandError(f"--port {options['port']}: a port is a number in 1..65535")
+        try:
+            transport, _, settings = parse_policy_spec(options["spec"])
+            if transport not in ("lerobot", "torchscript"):
+                raise CommandError("serve-policy serves local models: lerobot:PATH or torchscript:PATH")
+            policy = build_policy(options["spec"], settings, None)
+            policy.check_tasks([])  # what a launch checks before anything loads (a folder's processor steps)
+            plan = policy.plan()
+            config = {**server_config(plan, options["host"], options["port"], None, None), **batching()}
+        except LaunchRefused as refused:
+            raise CommandError("; ".join(refused.problems)) from None
+        except (HostSettingInvalid, ProtocolError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["max_batch"] is not None:
+            config["max_batch"] = options["max_batch"]
+        if options["max_wait_ms"] is not None:
+            config["max_wait_ms"] = options["max_wait_ms"]
+        self.stderr.write(f"loading {plan.what} ...")
+        process = subprocess.Popen([plan.python, str(SERVER)], stdin=subprocess.PIPE, env=child_environment())
+        process.stdin.write(json.dumps(config).encode() + b"\n")
+        process.stdin.close()
+        try:
+            code = process.wait()
+        except KeyboardInterrupt:
+            process.terminate()
+            process.wait(timeout=30)
+            sys.exit(130)
+        if code:
+            raise CommandError(f"the model host ended with exit status {code} (its output is above)")
