@@ -92,7 +92,11 @@ class LeRobotModel:
         image_shape = config.input_features[self.image_key].shape  # (C, H, W)
         self.frame_shape = None if self.resize else (image_shape[1], image_shape[2], 3)
         self.state_size = config.input_features[self.state_key].shape[0] if self.state_key else None
-        self.history = getattr(policy, "_queues", None) is not None
+        # The lengths of the policy's observation queues (Diffusion's n_obs_steps), made afresh for each episode: the
+        # policy's own queues are only ever the batch's, set by the thread that runs it.
+        queues = getattr(policy, "_queues", None) or {}
+        self.queue_lengths = {key: queue.maxlen for key, queue in queues.items()}
+        self.history = bool(queues)
         self.generators: list = []  # the batch's, one per row, for a policy that samples noise
         sampler = getattr(getattr(policy, "diffusion", None), "conditional_sample", None)
         if sampler is not None:
@@ -115,9 +119,7 @@ class LeRobotModel:
     def new_episode(self, seed: int) -> dict:
         state = {"generator": self.torch.Generator().manual_seed(seed)}
         if self.history:
-            self.policy.reset()
-            state["queues"] = self.policy._queues
-            self.policy._queues = None
+            state["queues"] = {key: deque(maxlen=length) for key, length in self.queue_lengths.items()}
         return state
 
     def check(self, observation: dict) -> dict:

@@ -183,18 +183,20 @@ def _start(plan: HostPlan, record: Path, log: Path, lock: str) -> RunningHost:
         line = _ready_line(process, plan.load_timeout_s)
     try:
         ready = json.loads(line) if line else {}
-    except ValueError:
+    except ValueError:  # not the host's line: a host that does not answer as it should is not used
         ready = {}
-    if "instance" not in ready:
+    if not isinstance(ready, dict) or not isinstance(ready.get("loaded"), dict) or "instance" not in ready:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
-        if "error" in ready:
+        if isinstance(ready, dict) and "error" in ready:
             why = str(ready["error"])
-        elif not line:
+        elif line == b"":
             why = f"the host process ended ({_tail(log).strip().splitlines()[-1:] or ['no output']})"
-        else:
+        elif line is None:
             why = f"no answer within {plan.load_timeout_s:g} s"
+        else:
+            why = f"the host answered {line[:100]!r}, not its ready line"
         raise PolicySetupFailure(f"{plan.what} does not load: {why}")
     ready["loaded"]["host_start_s"] = round(time.monotonic() - started_at, 3)
     temporary = record.with_suffix(".tmp")
@@ -203,14 +205,15 @@ def _start(plan: HostPlan, record: Path, log: Path, lock: str) -> RunningHost:
     return RunningHost(ready["instance"], int(ready["pid"]), int(ready["port"]), ready["loaded"], True, log)
 
 
-def _ready_line(process: subprocess.Popen, timeout_s: float) -> bytes:
-    """The host's one line on stdout once it has loaded and bound; empty when it ended or did not answer in time."""
+def _ready_line(process: subprocess.Popen, timeout_s: float) -> bytes | None:
+    """The host's one line on stdout once it has loaded and bound; empty when it ended, None when it did not answer
+    in time."""
     deadline = time.monotonic() + timeout_s
     line = b""
     while not line.endswith(b"\n"):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
-            return b"timeout"
+            return None
         chunk = os.read(process.stdout.fileno(), 1 << 16)
         if not chunk:
             return b""

@@ -42,8 +42,12 @@ class Command(BaseCommand):
         except (HostSettingInvalid, ProtocolError) as exc:
             raise CommandError(str(exc)) from None
         if options["max_batch"] is not None:
+            if not 1 <= options["max_batch"] <= 256:
+                raise CommandError(f"--max-batch {options['max_batch']}: a whole number in 1..256")
             config["max_batch"] = options["max_batch"]
         if options["max_wait_ms"] is not None:
+            if not 0 <= options["max_wait_ms"] <= 1000:
+                raise CommandError(f"--max-wait-ms {options['max_wait_ms']:g}: a number of milliseconds in 0..1000")
             config["max_wait_ms"] = options["max_wait_ms"]
         self.stderr.write(f"loading {plan.what} ...")
         process = subprocess.Popen([plan.python, str(SERVER)], stdin=subprocess.PIPE, env=child_environment())
