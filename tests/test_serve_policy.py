@@ -30,10 +30,17 @@ def served(tmp_path_factory):
     """`manage.py serve-policy lerobot:ACT --port N`, running until the module's tests end; its ready line."""
     folder = make_checkpoint(tmp_path_factory.mktemp("models") / "act")
     port = free_port()
-    command = [sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", str(port)]
-    process = subprocess.Popen(
-        [*command, "--max-wait-ms", "200"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ
-    )
+    command = [
+        sys.executable,
+        "manage.py",
+        "serve-policy",
+        f"lerobot:{folder}",
+        "--port",
+        str(port),
+        "--max-wait-ms",
+        "200",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
     ready = json.loads(process.stdout.readline())
     yield ready
     process.terminate()
