@@ -52,6 +52,29 @@ def progress_line(campaign: dict) -> str:
     )
 
 
+def time_lines(time: dict) -> list[str]:
+    """Where the campaign's time went: each part's share of the attempts' wall time, largest first."""
+    wall = time["wall_s"] or 0.0
+    parts = sorted(time["parts_s"].items(), key=lambda item: -item[1])
+    shares = ", ".join(f"{name} {seconds / wall:.0%}" for name, seconds in parts) if wall else "none timed"
+    rate = time["observations_per_s"]
+    lines = [
+        f"  time                  {time['attempts']} attempt(s), {wall:.1f} s of wall time: {shares}",
+        f"  observations          {time['policy_calls']} in {time['elapsed_s']:.1f} s"
+        + (f" = {rate:.2f}/s" if rate is not None else ""),
+    ]
+    host = time["host"]
+    if host["calls_timed"]:
+        batching = "on" if host["batching_on"] else "off"
+        lines.append(
+            f"  model host            {host['infer_s']:.2f} s of forward passes over {host['calls_timed']} calls, "
+            f"mean batch {host['mean_batch']:.2f} (largest {host['max_batch']}), batching {batching}"
+        )
+    if time["evidence_bytes_per_episode"] is not None:
+        lines.append(f"  evidence              {time['evidence_bytes_per_episode'] / 1e6:.2f} MB per episode")
+    return lines
+
+
 def summary(campaign: dict) -> str:
     report = campaign["report"]
     overall = report["overall"]
@@ -69,6 +92,8 @@ def summary(campaign: dict) -> str:
         lines.append(f"  non-autonomous        {report['non_autonomous']['attempted']} attempt(s), counted apart")
     for task, aggregate in report["per_task"].items():
         lines.append(f"  {task:<22}{_rate(aggregate['success_rate'])}")
+    if campaign.get("time"):
+        lines += time_lines(campaign["time"])
     sequential = campaign.get("sequential")
     if sequential:
         baseline = sequential["baseline"]

@@ -62,6 +62,17 @@ def test_a_whole_fetch_campaign_through_the_client_alone_then_a_revoked_token_is
         assert re.search(rf"^  {task} +\d/2 = ", done.stdout, re.M), done.stdout
     status = json.loads(rsi("status", str(campaign_id), "--json", token=token, url=base).stdout)
     assert status["report"]["overall"]["success_rate"]["denominator"] == 8 and status["done"]
+    # Issue 43, item 6: "The campaign page, the API and `rsi status` show the campaign's split and its
+    # observations per second ... Evidence bytes per episode are shown too."
+    time = status["time"]
+    calls = query(db, "select sum(policy_calls) from evaluator_attempt where campaign_id = ?", campaign_id)[0][0]
+    assert time["attempts"] == 8 and time["policy_calls"] == calls
+    printed = rsi("status", str(campaign_id), token=token, url=base).stdout
+    shares = re.search(r"^  time +8 attempt\(s\), [0-9.]+ s of wall time: (.*)$", printed, re.M).group(1)
+    assert {part.rsplit(" ", 1)[0] for part in shares.split(", ")} == set(time["parts_s"])
+    rate = f"{time['policy_calls'] / time['elapsed_s']:.2f}"
+    assert re.search(rf"^  observations +{calls} in [0-9.]+ s = {rate}/s$", printed, re.M), printed
+    assert f"{time['evidence_bytes_per_episode'] / 1e6:.2f} MB per episode" in printed
 
     Session(base, "olga", "olgaolga").post(
         f"/account/tokens/{query(db, 'select id from evaluator_apitoken')[0][0]}/revoke/"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from evaluator.execution import executor
 from evaluator.exports.archives import Archive, archive_of, mark_preparing
@@ -324,7 +325,7 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
             # recovery puts an embedded cell back to pending; a broker's cell stays queued there.
             ids_of_benchmark = [pk for pk, name in queued.items() if name == benchmark]
             Attempt.objects.filter(pk__in=ids_of_benchmark).update(
-                status=Attempt.Status.QUEUED, runner=executor.queued_runner(benchmark)
+                status=Attempt.Status.QUEUED, runner=executor.queued_runner(benchmark), queued_at=timezone.now()
             )
         # A sequential campaign's cells go in its predeclared order: its test may stop it before the last.
         for attempt_id in start_order(queued):

@@ -41,6 +41,7 @@ from evaluator.records.sequential import do_update_sequential
 from evaluator.running.episode import DecisionRecord, EpisodeResult, EpisodeSpec, account, run_episode
 from evaluator.running.evidence import EvidenceWriteFailed, EvidenceWriter
 from evaluator.running.heartbeats import Heartbeat
+from evaluator.running.timing import TimedEnv, TimedPolicy, TimedSink, TimeSplit
 
 BASE_DIR = Path(settings.BASE_DIR)
 
@@ -198,6 +199,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         if attempt.status not in (Attempt.Status.PENDING, Attempt.Status.QUEUED):
             raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}; only a pending cell can start")
         campaign, task = attempt.campaign, attempt.task
+        queued_at = attempt.queued_at if attempt.status == Attempt.Status.QUEUED else None
         config = config_of(campaign)
         budget = resolve_budget(config, task.native_horizon)
         attempt.status = Attempt.Status.RUNNING
@@ -208,6 +210,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         attempt.provenance = _provenance(attempt, config, budget)
         attempt.save()
 
+    split = TimeSplit()
+    queue_wait_s = (attempt.started_at - queued_at).total_seconds() if queued_at else None
     evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), attempt.evidence_dir, fps=task.control_hz)
     provenance = dict(attempt.provenance)
     worker = None
@@ -224,7 +228,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         campaign_id=campaign.pk,
     )
     try:
-        evidence.create()
+        with split.part("evidence"):
+            evidence.create()
         spec, options = native_conditions(attempt, budget.evaluation_horizon)
         provenance["worker"] = {
             "python": spec.python,
@@ -234,8 +239,9 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             "timeout_basis": spec.timeout_basis,
         }
         provenance["rendering"] = rendering_provenance(campaign.benchmark.name, spec.env)
-        worker = NativeWorker(spec, log=evidence.native_log)
-        provenance["worker"]["describe"] = worker.describe()
+        with split.part("env_build"):
+            worker = NativeWorker(spec, log=evidence.native_log)
+            provenance["worker"]["describe"] = worker.describe()
         episode = EpisodeSpec(
             config=config,
             budget=budget,
@@ -246,10 +252,15 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             native_termination_ends=family(config.benchmark).native_termination_ends,
             control=control,
         )
-        policy = build_policy(campaign.policy.spec, campaign.policy.settings, config)
+        with split.part("policy_start"):
+            policy = build_policy(campaign.policy.spec, campaign.policy.settings, config)
         try:
             result = run_episode(
-                worker, policy, episode, AttemptRecorder(attempt, evidence, progress), new_episode_token()
+                TimedEnv(worker, split),
+                TimedPolicy(policy, split),
+                episode,
+                TimedSink(AttemptRecorder(attempt, evidence, progress), split),
+                new_episode_token(),
             )
         finally:
             provenance["policy"]["transport"] = policy.describe()
@@ -262,14 +273,15 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     except Exception:
         # A fault of RSI itself: close the attempt as such with what was recorded, and let it surface.
         result = result_from_records(attempt, ErrorType.EVALUATOR, traceback.format_exc())
-        _finish(attempt, result, evidence, provenance)
+        _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
         raise
     finally:
         heartbeat.stop()
         if worker is not None:
             provenance["reset_info"] = worker.reset_info
-            provenance["worker"]["closed"] = worker.close()
-    return _finish(attempt, result, evidence, provenance)
+            with split.part("env_build"):
+                provenance["worker"]["closed"] = worker.close()
+    return _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
 
 
 def native_conditions(attempt: Attempt, evaluation_horizon: int) -> tuple[WorkerSpec, dict]:
@@ -356,19 +368,28 @@ def _failed_before_control(native_horizon: int, error_type: ErrorType, detail: s
     )
 
 
-def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
+def _finish(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict, timed) -> Attempt:
     try:
-        return store_result(attempt, result, evidence, provenance)
+        return store_result(attempt, result, evidence, provenance, timed)
     finally:
         stored = Attempt.objects.filter(pk=attempt.pk).values("status", "outcome", "autonomous").first() or {}
         hub.close(attempt.pk, stored)
 
 
-def store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWriter, provenance: dict) -> Attempt:
+def store_result(
+    attempt: Attempt,
+    result: EpisodeResult,
+    evidence: EvidenceWriter,
+    provenance: dict,
+    timed: tuple[TimeSplit, float | None] | None = None,
+) -> Attempt:
     """Close the evidence, then store the result with its artifact rows in one transaction; recovery stores a lost
-    attempt's result with it too. Evidence that could not be written whole makes the result an evidence_write
-    error, whatever the episode's own end: the rest of its evidence could not back it."""
-    failure = evidence.flush()
+    attempt's result with it too (without a time split: its run's clock died with it). Evidence that could not be
+    written whole makes the result an evidence_write error, whatever the episode's own end: the rest of its evidence
+    could not back it."""
+    split, queue_wait_s = timed or (TimeSplit(), None)
+    with split.part("evidence"):
+        failure = evidence.flush()
     if failure is not None and result.score.outcome is not Outcome.INFRASTRUCTURE_ERROR:
         result = result_from_records(attempt, ErrorType.EVIDENCE_WRITE, str(failure))
     score = result.score
@@ -393,7 +414,12 @@ def store_result(attempt: Attempt, result: EpisodeResult, evidence: EvidenceWrit
     # Who intervened, as named then (and their id), kept in summary.json beside the records.
     fields_kept = ("kind", "step_index", "note", "username", "user_id")
     interventions = list(attempt.interventions.order_by("created_at").values(*fields_kept))
-    artifacts = evidence.close(provenance, {"attempt": attempt.pk, **fields, "interventions": interventions})
+    with split.part("evidence"):
+        artifacts = evidence.close(provenance, {"attempt": attempt.pk, **fields, "interventions": interventions})
+    if timed is not None:
+        transport = (provenance.get("policy") or {}).get("transport") or {}
+        host = transport.get("host") or transport.get("server_metadata")  # RSI's model host, here or served
+        fields["accounting"] = {**result.accounting, "time": split.record(queue_wait_s, host)}
     for key, value in fields.items():
         setattr(attempt, key, value)
     attempt.status = Attempt.Status.FINISHED

@@ -54,12 +54,14 @@ class Attempt(models.Model):
     success_at_2h = models.BooleanField(null=True)
     autonomous = models.BooleanField(default=True)
     accounting = models.JSONField(
-        default=dict, help_text="Provider requests, tokens, cost (null when unknown) and call latency percentiles."
+        default=dict,
+        help_text="Provider requests, tokens, cost (null when unknown), call latency percentiles and the time split.",
     )
     policy_identity = models.CharField(max_length=64, help_text="The policy identity this attempt ran with.")
     budget = models.JSONField(help_text="The resolved budget: H, evaluation horizon, C, K, runner cap.")
     provenance = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When it was last queued for an executor.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     runner = models.CharField(

@@ -14,6 +14,7 @@ from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary
 from evaluator.records.roles import check_can
 from evaluator.records.sequential import cells_not_run, sequential_state_of
+from evaluator.records.throughput import campaign_time
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.errors import ApiError
 from evaluator.web.api.schemas import (
@@ -98,6 +99,7 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "report": report.as_dict(),
         "plan": plan_of(campaign),
         "sequential": sequential_out(campaign, state) if state else None,
+        "time": time.as_dict() if (time := campaign_time(campaign)) else None,
         "url": link(request, "evaluator:campaign", campaign.pk),
     }
 

@@ -130,6 +130,29 @@ class SequentialOut(Schema):
     cells_not_run: int = Field(description="the candidate's cells left unrun once it decided: what it saved")
 
 
+class HostTimeOut(Schema):
+    infer_s: float | None = Field(description="a model host's forward passes, summed over the calls it timed")
+    calls_timed: int
+    mean_batch: float | None = Field(description="the mean batch a timed call was part of")
+    max_batch: int | None
+    batching_on: bool = Field(description="a model host batched calls across episodes (its largest batch over 1)")
+    settings: dict | None = Field(description="the host's batching settings: max_batch, max_wait_ms")
+
+
+class TimeOut(Schema):
+    attempts: int = Field(description="finished attempts whose time split was recorded")
+    wall_s: float = Field(description="their wall times (claim to stored result) summed")
+    parts_s: dict[str, float] = Field(
+        description="env_build, reset, native_steps, policy_start, policy_wait, evidence: summed, in seconds"
+    )
+    queue_wait_s: float | None = Field(description="queued to claimed, summed over the attempts that were queued")
+    policy_calls: int
+    elapsed_s: float = Field(description="first start to last finish: concurrent cells overlap in it")
+    observations_per_s: float | None = Field(description="policy_calls / elapsed_s")
+    host: HostTimeOut
+    evidence_bytes_per_episode: float | None
+
+
 class CampaignOut(Schema):
     id: int
     name: str
@@ -150,6 +173,7 @@ class CampaignOut(Schema):
     report: ReportOut
     plan: dict = Field(description="the plan as /campaigns/preview takes it: launch another policy on the same cells")
     sequential: SequentialOut | None = Field(description="run against a baseline: its test so far")
+    time: TimeOut | None = Field(description="where the finished attempts' time went (null before any finished)")
     url: str = Field(description="the campaign's page")
 
 

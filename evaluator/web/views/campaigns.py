@@ -37,6 +37,7 @@ from evaluator.records.queries import (
     full_campaign_view,
 )
 from evaluator.records.sequential import sequential_state_of
+from evaluator.records.throughput import campaign_time
 from evaluator.web.access import require
 from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds, launch_defaults, launch_sections
 from evaluator.web.views.common import PAGE_SIZE, sequence_chart
@@ -230,6 +231,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "not_run": report.overall.not_run,
             # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
             "web_host": socket.gethostname(),
+            "time": campaign_time(campaign),
         },
     )
 

@@ -1,0 +1,124 @@
+"""Where a campaign's time goes: its finished attempts' time splits summed (evaluator/running/timing.py records
+each), its policy observations per second, whether a model host batched its calls, and its evidence bytes per episode.
+A fixed number of queries whatever the number of cells: the sums are the database's (no attempt's JSON is decoded
+here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, FloatField, IntegerField, Max, Min, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from evaluator.records.models import Artifact, Attempt, Campaign
+
+PARTS = ("env_build", "reset", "native_steps", "policy_start", "policy_wait", "evidence")
+PART_LABELS = {
+    "env_build": "environment build",
+    "reset": "reset",
+    "native_steps": "native steps (physics and render)",
+    "policy_start": "policy start (host and load)",
+    "policy_wait": "policy wait",
+    "evidence": "evidence (encode, write, record)",
+}
+
+
+@dataclass(frozen=True)
+class CampaignTime:
+    attempts: int  # finished attempts whose split was recorded
+    wall_s: float  # their wall times summed
+    parts_s: dict[str, float]
+    queue_wait_s: float | None  # summed over those that were queued
+    policy_calls: int
+    elapsed_s: float  # first start to last finish of those attempts: concurrent cells overlap here
+    host_infer_s: float | None  # a model host's forward passes, where it timed them
+    host_calls_timed: int
+    mean_batch: float | None  # the mean batch a timed call was part of
+    max_batch: int | None
+    batching: dict | None  # a model host's batching settings (the largest any attempt recorded)
+    evidence_bytes_per_episode: float | None
+
+    @property
+    def observations_per_s(self) -> float | None:
+        return self.policy_calls / self.elapsed_s if self.elapsed_s > 0 else None
+
+    @property
+    def batching_on(self) -> bool:
+        return bool(self.batching and (self.batching.get("max_batch") or 1) > 1)
+
+    def shares(self) -> list[tuple[str, str, float, float]]:
+        """(part, label, seconds, share of the summed wall time), largest first."""
+        rows = [(p, PART_LABELS[p], s, s / self.wall_s if self.wall_s else 0.0) for p, s in self.parts_s.items()]
+        return sorted(rows, key=lambda row: -row[2])
+
+    def as_dict(self) -> dict:
+        return {
+            "attempts": self.attempts,
+            "wall_s": self.wall_s,
+            "parts_s": self.parts_s,
+            "queue_wait_s": self.queue_wait_s,
+            "policy_calls": self.policy_calls,
+            "elapsed_s": self.elapsed_s,
+            "observations_per_s": self.observations_per_s,
+            "host": {
+                "infer_s": self.host_infer_s,
+                "calls_timed": self.host_calls_timed,
+                "mean_batch": self.mean_batch,
+                "max_batch": self.max_batch,
+                "batching_on": self.batching_on,
+                "settings": self.batching,
+            },
+            "evidence_bytes_per_episode": self.evidence_bytes_per_episode,
+        }
+
+
+def _float(path: str):
+    return Sum(Cast(KT(f"accounting__time__{path}"), FloatField()))
+
+
+def campaign_time(campaign: Campaign) -> CampaignTime | None:
+    """None until an attempt of the campaign has finished with its split recorded."""
+    timed = Attempt.objects.filter(
+        campaign=campaign, status=Attempt.Status.FINISHED, accounting__time__wall_s__isnull=False
+    )
+    sums = timed.aggregate(
+        attempts=Count("pk"),
+        wall_s=_float("wall_s"),
+        queue_wait_s=_float("queue_wait_s"),
+        calls=Sum("policy_calls"),
+        first=Min("started_at"),
+        last=Max("finished_at"),
+        infer_s=_float("host__infer_s"),
+        calls_timed=Sum(Cast(KT("accounting__time__host__calls_timed"), IntegerField())),
+        batch_total=Sum(Cast(KT("accounting__time__host__batch_total"), IntegerField())),
+        max_batch=Max(Cast(KT("accounting__time__host__max_batch"), IntegerField())),
+        max_batch_setting=Max(Cast(KT("accounting__time__host__max_batch_setting"), IntegerField())),
+        max_wait_ms_setting=Max(Cast(KT("accounting__time__host__max_wait_ms_setting"), FloatField())),
+        **{part: _float(f"parts_s__{part}") for part in PARTS},
+    )
+    if not sums["attempts"]:
+        return None
+    evidence = Artifact.objects.filter(attempt__in=timed).aggregate(
+        size=Sum("size"), attempts=Count("attempt", distinct=True)
+    )
+    calls_timed = sums["calls_timed"] or 0
+    return CampaignTime(
+        attempts=sums["attempts"],
+        wall_s=sums["wall_s"] or 0.0,
+        parts_s={part: sums[part] or 0.0 for part in PARTS},
+        queue_wait_s=sums["queue_wait_s"],
+        policy_calls=sums["calls"] or 0,
+        elapsed_s=(sums["last"] - sums["first"]).total_seconds(),
+        host_infer_s=sums["infer_s"],
+        host_calls_timed=calls_timed,
+        mean_batch=sums["batch_total"] / calls_timed if calls_timed else None,
+        max_batch=sums["max_batch"],
+        batching=(
+            {"max_batch": sums["max_batch_setting"], "max_wait_ms": sums["max_wait_ms_setting"]}
+            if sums["max_batch_setting"] is not None
+            else None
+        ),
+        evidence_bytes_per_episode=evidence["size"] / evidence["attempts"] if evidence["attempts"] else None,
+    )
