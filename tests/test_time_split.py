@@ -6,14 +6,17 @@ to its wall time within 5%". (`rsi status` is checked on a real site in tests/te
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.db.models import Sum
+from django.utils import timezone
 
 from evaluator.execution import executor
 from evaluator.records.models import Artifact, Attempt
 from evaluator.records.throughput import PARTS
 from evaluator.running.recorder import do_run_attempt
+from tests.records import finish_cell
 
 PLAN = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach", "push"], "seeds": [4, 9], "start": True}
 
@@ -88,3 +91,32 @@ def test_a_campaign_with_nothing_finished_says_so(operator, catalogs):
     ).json()
     assert response["time"] is None
     assert 'id="time-none"' in operator.get(f"/campaigns/{response['id']}/").content.decode()
+
+
+def test_a_campaign_whose_model_host_batched_its_calls_says_batching_was_on(operator, catalogs):
+    # Item 3: "the campaign page says batching was on". Stored records as a served host's attempts record their split
+    # (tests/test_served_policy_workers.py runs two workers' episodes through one host's shared forward passes).
+    campaign = operator.post("/api/v1/campaigns", json.dumps({**PLAN, "start": False}), content_type="application/json")
+    campaign_id = campaign.json()["id"]
+    host = {"max_batch_setting": 4, "max_wait_ms_setting": 2.0, "calls_timed": 10, "infer_s": 0.5}
+    parts = dict.fromkeys(PARTS, 0.1)
+    for cell, largest in zip(Attempt.objects.filter(campaign_id=campaign_id), (1, 3, 2, 2), strict=True):
+        time = {"wall_s": 0.7, "queue_wait_s": None, "parts_s": parts, "host": {**host, "batch_total": 10 + largest}}
+        time["host"]["max_batch"] = largest
+        now = timezone.now()
+        Attempt.objects.filter(pk=cell.pk).update(
+            accounting={"time": time}, policy_calls=10, started_at=now - timedelta(seconds=1), finished_at=now
+        )
+        finish_cell(cell, "success")
+    summary = operator.get(f"/api/v1/campaigns/{campaign_id}").json()["time"]["host"]
+    assert summary == {
+        "infer_s": pytest.approx(2.0),
+        "calls_timed": 40,
+        "mean_batch": pytest.approx(48 / 40),
+        "max_batch": 3,
+        "batching_on": True,
+        "settings": {"max_batch": 4, "max_wait_ms": 2.0},
+    }
+    page = operator.get(f"/campaigns/{campaign_id}/").content.decode()
+    assert '<b id="batching-on">Batching was on</b> (up to 4 calls a forward pass, waiting at most 2.0 ms)' in page
+    assert "2.00 s over 40 calls, each in a batch of 1.20 on average (largest 3)" in page
