@@ -2,7 +2,7 @@
 
 RSI_EXECUTOR=embedded (default): a small thread pool in the web server's process. Each job runs
 one attempt (its native worker is a subprocess, so a simulator crash cannot take the server down).
-RSI_EXECUTOR_WORKERS sets the pool size (default 1: one episode at a time).
+RSI_EXECUTOR_WORKERS sets the pool size (default: from the host's cores and memory, capacity.py).
 
 RSI_EXECUTOR=celery: each started attempt becomes one Celery task on its benchmark's queue
 (`rsi.fetch`, `rsi.maniskill2`, ...), so a host that has only one benchmark's environment serves
@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from django.conf import settings
 from django.db import close_old_connections
 
+from evaluator.execution.capacity import executor_workers
 from evaluator.exports.archives import build_archive
 from evaluator.exports.replay import run_replay
 from evaluator.records.models import Attempt, Replay
@@ -32,7 +33,7 @@ from evaluator.running.recorder import do_run_attempt
 from rsi_site.celery import app
 
 log = logging.getLogger(__name__)
-_pool = ThreadPoolExecutor(max_workers=int(os.environ.get("RSI_EXECUTOR_WORKERS", "1")), thread_name_prefix="rsi-run")
+_pool = ThreadPoolExecutor(max_workers=executor_workers(), thread_name_prefix="rsi-run")
 _jobs: set[Future] = set()  # the pool's jobs not yet done
 _jobs_lock = threading.Lock()
 SHUTDOWN_GRACE_S = 30.0  # RSI_SHUTDOWN_GRACE_S

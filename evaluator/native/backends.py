@@ -170,13 +170,20 @@ def worker_spec(benchmark: str, task_details: Mapping | None = None) -> WorkerSp
     """The worker of a benchmark; with a task's catalog details, its request timeouts too."""
     entry = backend(benchmark)
     python = entry.python()
-    env = entry.environment(python)
+    env = {**entry.environment(python), **render_device()}
     base = dict(entry.timeouts)
     if (task_details or {}).get("shader") == "rt":
         base["step"] = RAY_TRACED_STEP
     cpu_fallback = entry.renders_with_vulkan and task_details is not None and renders_on_cpu(env)
     timeouts, basis = scaled_timeouts(base, cpu_fallback)
     return WorkerSpec(benchmark, python, WORKERS_DIR / entry.script, env, timeouts, basis)
+
+
+def render_device() -> dict:
+    """RSI_RENDER_DEVICE=N: the native workers render on GPU N alone (CUDA's and MuJoCo's EGL index), whatever device
+    a policy's model host uses (its spec's `device`), so that inference and rendering need not share a GPU."""
+    device = os.environ.get("RSI_RENDER_DEVICE", "").strip()  # checked at start-up (rsi_site/settings.py)
+    return {"CUDA_VISIBLE_DEVICES": device, "MUJOCO_EGL_DEVICE_ID": device} if device else {}
 
 
 def benchmark_verdict(benchmark: str) -> dict:
