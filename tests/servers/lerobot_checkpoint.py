@@ -5,7 +5,8 @@ post-processors as LeRobot 0.4 saves them.
     python lerobot_checkpoint.py KIND FOLDER '{"image": [3, 480, 640], "state": 25, "action": 4, ...}'
 
 KIND is act or diffusion. The JSON may add "wrist": [3, H, W] (a second camera), "env_state": N (an environment
-state feature), "nan": true (the output head's weights are NaN: every action is NaN).
+state feature), "nan": true (the output head's weights are NaN: every action is NaN), "full": true (ACT at its
+default transformer sizes, for bench/throughput.py).
 """
 
 import json
@@ -31,17 +32,11 @@ def main(kind: str, folder: str, spec: dict) -> None:
         from lerobot.policies.act.configuration_act import ACTConfig
         from lerobot.policies.act.modeling_act import ACTPolicy
 
-        config = ACTConfig(
-            **common,
-            chunk_size=10,
-            n_action_steps=8,
-            dim_model=64,
-            n_heads=2,
-            dim_feedforward=128,
-            n_encoder_layers=1,
-            n_decoder_layers=1,
-            use_vae=False,
-        )
+        # ACT's own sizes with "full" (a 512-wide transformer of 4 encoder layers): else a small one. Both see the
+        # image through a ResNet-18.
+        small = dict(dim_model=64, n_heads=2, dim_feedforward=128, n_encoder_layers=1, n_decoder_layers=1)
+        sizes = {} if spec.get("full") else small
+        config = ACTConfig(**common, chunk_size=10, n_action_steps=8, use_vae=False, **sizes)
         policy = ACTPolicy(config)
         head = policy.model.action_head
     else:
