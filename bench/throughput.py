@@ -262,7 +262,7 @@ def report(model: str, runs: dict, levels: list[int], modes: list[str]) -> None:
                 f"{r.pss_bytes / 2**20:8.0f} MiB  batch {batch:>5}  loads {r.loads:>2}  ({r.wall_s:.1f} s)"
             )
     for concurrency in levels:
-        line = [f"  x{concurrency}:"]
+        line = []
         if ("per-attempt", concurrency) in runs and ("shared", concurrency) in runs:
             ratio = runs["shared", concurrency].cells_per_min / runs["per-attempt", concurrency].cells_per_min
             line.append(f"shared/per-attempt cells/min {ratio:.2f} (goal >= 1.5 at 12 cells)")
@@ -273,7 +273,8 @@ def report(model: str, runs: dict, levels: list[int], modes: list[str]) -> None:
                 runs["shared", concurrency].campaign, runs["batched", concurrency].campaign
             )
             line.append(f"largest action difference batched vs not {difference:.3g} over {compared} calls")
-        print("; ".join(line))
+        if line:
+            print(f"  x{concurrency}: " + "; ".join(line))
     for mode in modes:
         if (mode, 1) in runs and (mode, 4) in runs and runs[mode, 1].pss_bytes:
             ratio = runs[mode, 4].pss_bytes / runs[mode, 1].pss_bytes
