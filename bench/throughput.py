@@ -52,7 +52,8 @@ from tests.servers.checkpoints import make_checkpoint  # noqa: E402
 
 MODELS = {
     "tiny": ({"image": [3, 96, 128], "state": 25, "action": 4}, "?resize=1"),
-    "full": ({"image": [3, 480, 640], "state": 25, "action": 4, "full": True}, ""),
+    # Its random weights' actions spread wider: scaled into the action contract's bounds.
+    "full": ({"image": [3, 480, 640], "state": 25, "action": 4, "full": True, "action_scale": 0.2}, ""),
 }
 MODES = ("per-attempt", "shared", "batched")
 

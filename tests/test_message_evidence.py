@@ -5,15 +5,21 @@ the action contract and budgets that the HTTP body carries)."""
 import base64
 import json
 
+import cv2
 import msgpack
 import numpy as np
 
 from evaluator.policies.openpi import unpack
+from evaluator.running.sent_bodies import rebuilt
 from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, Status, always, zero_chunk
 
 
 def _sent(attempt, media_root) -> list[bytes]:
-    return [(media_root / a.path).read_bytes() for a in attempt.artifacts.filter(kind="message_sent").order_by("path")]
+    """Each stored request body as sent: a body stored apart from its frame rebuilt, as the review page serves it."""
+    return [
+        rebuilt(media_root / a.path) if a.path.endswith(".split") else (media_root / a.path).read_bytes()
+        for a in attempt.artifacts.filter(kind="message_sent").order_by("path")
+    ]
 
 
 def _file(attempt, media_root, name: str) -> bytes:
@@ -46,7 +52,7 @@ def test_a_stored_openpi_message_is_the_msgpack_the_server_received(run_spec, se
     attempt = run_spec(f"openpi+{server.uri}", budget_mode="decisions", max_policy_calls=2)
     stored = _sent(attempt, media_root)
     assert stored == server.received and len(stored) == 2
-    assert attempt.artifacts.filter(kind="message_sent", path__endswith=".msgpack").count() == 2
+    assert attempt.artifacts.filter(kind="message_sent", path__endswith=".msgpack.split").count() == 2
     observation = unpack(stored[0])
     assert observation["observation/image"].shape == (480, 640, 3)
     assert msgpack.unpackb(stored[0], raw=False, strict_map_key=False)  # plain msgpack, readable anywhere
@@ -58,11 +64,11 @@ def test_each_request_of_an_agent_method_is_stored_in_order(run_spec, servers, m
     spec = f"openai+{server.base_url}?model=m&composition=analyze,act"
     attempt = run_spec(spec, interaction_mode="agent_method", max_policy_calls=2, budget_mode="decisions")
     names = sorted(attempt.artifacts.filter(kind="message_sent").values_list("path", flat=True))
-    assert [n.rsplit("/", 1)[1] for n in names] == [
-        "call-0001.sent-1.json",
-        "call-0001.sent-2.json",
-        "call-0002.sent-1.json",
-        "call-0002.sent-2.json",
+    assert [n.rsplit("/", 1)[1] for n in names] == [  # each carries the frame as a data URL: stored apart from it
+        "call-0001.sent-1.json.split",
+        "call-0001.sent-2.json.split",
+        "call-0002.sent-1.json.split",
+        "call-0002.sent-2.json.split",
     ]
     assert _sent(attempt, media_root) == server.received
 
@@ -72,3 +78,27 @@ def test_in_process_programs_get_the_message_itself_and_nothing_is_sent(run_cell
     assert not attempt.artifacts.filter(kind="message_sent").exists()
     visible = json.loads(_file(attempt, media_root, "messages/call-0001.json"))
     assert visible["rgb"]["png"] == "call-0001.png" and visible["counters"]["policy_calls"] == 0
+
+
+def test_a_frame_a_body_carries_is_stored_once_and_the_body_is_served_as_sent(run_spec, servers, media_root, operator):
+    # Issue 43, item 6: "a 50-call HTTP Fetch episode stores 5.4 MB: store nothing twice (a call's frame and the
+    # step's frame are the same bytes), lose nothing."
+    json_server = servers(HttpPolicyServer(always(zero_chunk())))
+    msgpack_server = servers(HttpPolicyServer(always(zero_chunk())))
+    for server, spec in ((json_server, json_server.url), (msgpack_server, f"{msgpack_server.url}?body=msgpack")):
+        attempt = run_spec(spec, budget_mode="decisions", max_policy_calls=2)
+        sent = list(attempt.artifacts.filter(kind="message_sent").order_by("path"))
+        assert [a.name.rsplit(".", 2)[-1] for a in sent] == ["split", "split"]
+        for artifact, body in zip(sent, server.bodies, strict=True):
+            png = _file(attempt, media_root, artifact.name.split(".")[0] + ".png")  # messages/call-NNNN.png
+            stored = (media_root / artifact.path).read_bytes()
+            assert base64.b64encode(png) not in stored and len(stored) < len(body) - len(png) // 2
+            served = operator.get(f"/attempts/{attempt.pk}/files/{artifact.name}")
+            assert served.status_code == 200 and served.content == body  # byte for byte, as the server received it
+            name = artifact.name.rsplit("/", 1)[1].removesuffix(".split")
+            assert served["Content-Disposition"] == f'inline; filename="{name}"'
+    # A frame that no longer rebuilds the body it was sent in is said so, never served as the body.
+    png = media_root / attempt.artifacts.get(path__endswith="messages/call-0001.png").path
+    png.write_bytes(cv2.imencode(".png", np.zeros((480, 640, 3), np.uint8))[1].tobytes())  # another picture
+    altered = operator.get(f"/attempts/{attempt.pk}/files/{sent[0].name}")
+    assert altered.status_code == 404 and b"do not rebuild the body that was sent" in altered.content

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from evaluator.running.sent_bodies import rebuilt
 from tests.servers.policies import ChatServer, HttpPolicyServer, OpenPiServer, always, zero_chunk
 
 
@@ -90,8 +91,8 @@ def test_a_msgpack_body_is_stored_as_sent_and_its_message_image_is_the_same_pixe
     server = servers(HttpPolicyServer(always(zero_chunk())))
     attempt = run_spec(f"{server.url}?body=msgpack", budget_mode="decisions", max_policy_calls=2)
     sent = attempt.artifacts.filter(kind="message_sent").order_by("path")
-    assert [(media_root / a.path).read_bytes() for a in sent] == server.bodies
-    assert all(a.path.endswith(".sent-1.msgpack") for a in sent)
+    assert [rebuilt(media_root / a.path) for a in sent] == server.bodies
+    assert all(a.path.endswith(".sent-1.msgpack.split") for a in sent)  # its pixels kept once, in the PNG
     first = msgpack.unpackb(server.bodies[0])
     stored = (media_root / attempt.artifacts.get(path__endswith="messages/call-0001.png").path).read_bytes()
     assert _png_pixels(stored) == first["image"]["data"]  # the evidence keeps the lossless PNG either way

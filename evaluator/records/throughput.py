@@ -1,7 +1,6 @@
 """Where a campaign's time goes: its finished attempts' time splits summed (evaluator/running/timing.py records
 each), its policy observations per second, whether a model host batched its calls, and its evidence bytes per episode.
-A fixed number of queries whatever the number of cells: the sums are the database's (no attempt's JSON is decoded
-here).
+One query whatever the number of cells: the sums are the database's (no attempt's JSON is decoded here).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from django.db.models import Count, FloatField, IntegerField, Max, Min, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from evaluator.records.models import Artifact, Attempt, Campaign
+from evaluator.records.models import Attempt, Campaign
 
 PARTS = ("env_build", "reset", "native_steps", "policy_start", "policy_wait", "evidence")
 PART_LABELS = {
@@ -38,7 +37,7 @@ class CampaignTime:
     mean_batch: float | None  # the mean batch a timed call was part of
     max_batch: int | None
     batching: dict | None  # a model host's batching settings (the largest any attempt recorded)
-    evidence_bytes_per_episode: float | None
+    evidence_bytes_per_episode: float  # the files each attempt's manifest lists, the manifest included
 
     @property
     def observations_per_s(self) -> float | None:
@@ -91,6 +90,7 @@ def campaign_time(campaign: Campaign) -> CampaignTime | None:
         first=Min("started_at"),
         last=Max("finished_at"),
         infer_s=_float("host__infer_s"),
+        evidence_bytes=Sum(Cast(KT("accounting__time__evidence_bytes"), IntegerField())),
         calls_timed=Sum(Cast(KT("accounting__time__host__calls_timed"), IntegerField())),
         batch_total=Sum(Cast(KT("accounting__time__host__batch_total"), IntegerField())),
         max_batch=Max(Cast(KT("accounting__time__host__max_batch"), IntegerField())),
@@ -100,9 +100,6 @@ def campaign_time(campaign: Campaign) -> CampaignTime | None:
     )
     if not sums["attempts"]:
         return None
-    evidence = Artifact.objects.filter(attempt__in=timed).aggregate(
-        size=Sum("size"), attempts=Count("attempt", distinct=True)
-    )
     calls_timed = sums["calls_timed"] or 0
     return CampaignTime(
         attempts=sums["attempts"],
@@ -120,5 +117,5 @@ def campaign_time(campaign: Campaign) -> CampaignTime | None:
             if sums["max_batch_setting"] is not None
             else None
         ),
-        evidence_bytes_per_episode=evidence["size"] / evidence["attempts"] if evidence["attempts"] else None,
+        evidence_bytes_per_episode=(sums["evidence_bytes"] or 0) / sums["attempts"],
     )

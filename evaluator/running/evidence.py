@@ -1,6 +1,8 @@
 """The evidence files of one attempt, written as the episode runs.
 
 messages/call-NNNN.png + .json   the exact policy-visible messages (lossless RGB, JSON rest)
+messages/call-NNNN.sent-K.*      each request body as sent, byte for byte; one that carries the call's frame keeps
+                                 it by reference to the PNG (.split: sent_bodies.py), so no frame is stored twice
 decisions.jsonl, steps.jsonl     every structured response, accepted chunk, executed prefix,
                                  and per-step native success / terminated / truncated, with the
                                  fingerprints and numeric arrays of the observation the step
@@ -35,6 +37,7 @@ from evaluator.native.client import NativeObservation
 from evaluator.native.fingerprints import fingerprint
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest
 from evaluator.running.episode import DecisionRecord
+from evaluator.running.sent_bodies import SPLIT, split_body
 
 cv2.setNumThreads(1)  # one frame at a time on the encoder's thread: OpenCV's own threads would only add CPU
 
@@ -242,6 +245,7 @@ class EvidenceWriter:
             (self.root / "messages").mkdir(parents=True, exist_ok=True)
         self._fingerprints: dict[int, Future[dict]] = {}
         self._writes: list[Future] = []
+        self._calls: dict[int, MailboxMessage] = {}  # a call's message, until its sent bodies are written
 
     def create(self) -> None:
         """The attempt's new folder, its reserve and its record files, before anything else of the attempt runs:
@@ -304,13 +308,26 @@ class EvidenceWriter:
             (self.root / "messages" / "start.json").write_text(json.dumps(jsonable(told), indent=1))
 
     def sent(self, call: int, requests: list[SentRequest]) -> None:
-        """Each request body of a call byte for byte, as the transport sent it."""
+        """Each request body of a call, as the transport sent it, written on the evidence thread."""
+        message = self._calls.pop(call, None)
         for number, request in enumerate(requests, start=1):
             name = f"messages/call-{call:04d}.sent-{number}{SENT_SUFFIXES.get(request.media_type, '.bin')}"
+            self._writes.append(self._hashing.submit(self._write_sent, name, request, message, call))
+
+    def _write_sent(self, name: str, request: SentRequest, message: MailboxMessage | None, call: int) -> None:
+        """The body whole, or split from the call's frame where it carries it (sent_bodies.py)."""
+        split = None
+        if message is not None:
+            split = split_body(request.body, message.png, message.rgb, f"call-{call:04d}.png")
+        if split is None:
             with writing(name), (self.root / name).open("xb") as sent:
                 sent.writelines(request.parts)
+            return
+        with writing(name + SPLIT), (self.root / (name + SPLIT)).open("xb") as sent:
+            sent.writelines(split)
 
     def message(self, call: int, message: MailboxMessage) -> None:
+        self._calls = {call: message}
         stem = self.root / "messages" / f"call-{call:04d}"
         # The same PNG bytes as a PNG transport sends (encoded once, whichever asks first).
         self._writes.append(self._hashing.submit(_write_bytes, stem.with_suffix(".png"), lambda: message.png))

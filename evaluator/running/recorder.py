@@ -419,7 +419,8 @@ def store_result(
     if timed is not None:
         transport = (provenance.get("policy") or {}).get("transport") or {}
         host = transport.get("host") or transport.get("server_metadata")  # RSI's model host, here or served
-        fields["accounting"] = {**result.accounting, "time": split.record(queue_wait_s, host)}
+        time_split = {**split.record(queue_wait_s, host), "evidence_bytes": sum(a.size for a in artifacts)}
+        fields["accounting"] = {**result.accounting, "time": time_split}
     for key, value in fields.items():
         setattr(attempt, key, value)
     attempt.status = Attempt.Status.FINISHED

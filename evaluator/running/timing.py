@@ -11,7 +11,8 @@ policy_wait    waiting for the policy's replies; `host` adds what a model host s
 evidence       recording: evidence files (frames to the encoder, hashes, messages), database rows, live events,
                and closing the evidence (the video finished, the manifest hashed)
 
-Queue wait (queued to claimed) comes before the wall time and is kept beside it.
+Queue wait (queued to claimed) comes before the wall time and is kept beside it, and so are the bytes of evidence the
+attempt stored.
 """
 
 from __future__ import annotations

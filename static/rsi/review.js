@@ -104,7 +104,8 @@
       for (const sent of data.sent[message.call_index] || []) {
         const a = document.createElement("a");
         a.href = fileUrl(sent);
-        a.textContent = sent.split(".").slice(-2).join(".");  // e.g. sent-1.json: the exact request body
+        // e.g. sent-1.json: the exact request body (served whole also when stored apart from its frame, .split)
+        a.textContent = sent.replace(/\.split$/, "").split(".").slice(-2).join(".");
         a.className = "message-sent";
         cell.append(a, " ");
       }

@@ -6,7 +6,7 @@ post-processors as LeRobot 0.4 saves them.
 
 KIND is act or diffusion. The JSON may add "wrist": [3, H, W] (a second camera), "env_state": N (an environment
 state feature), "nan": true (the output head's weights are NaN: every action is NaN), "full": true (ACT at its
-default transformer sizes, for bench/throughput.py).
+default transformer sizes, for bench/throughput.py), "action_scale": S (the actions' std, 1 unless given).
 """
 
 import json
@@ -66,6 +66,7 @@ def main(kind: str, folder: str, spec: dict) -> None:
         for name, feature in {**inputs, **outputs}.items()
         if feature.type is not FeatureType.VISUAL
     }
+    stats["action"]["std"] *= spec.get("action_scale", 1.0)
     for name, feature in inputs.items():
         if feature.type is FeatureType.VISUAL:
             stats[name] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}

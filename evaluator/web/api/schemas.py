@@ -150,7 +150,9 @@ class TimeOut(Schema):
     elapsed_s: float = Field(description="first start to last finish: concurrent cells overlap in it")
     observations_per_s: float | None = Field(description="policy_calls / elapsed_s")
     host: HostTimeOut
-    evidence_bytes_per_episode: float | None
+    evidence_bytes_per_episode: float = Field(
+        description="the bytes of the files each attempt stored, manifest included"
+    )
 
 
 class CampaignOut(Schema):

@@ -22,6 +22,7 @@ from evaluator.live.hub import hub
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.scoring import Outcome
 from evaluator.records.models import Artifact, Attempt, Replay
+from evaluator.running.sent_bodies import SPLIT, SentBodyAltered, rebuilt
 from evaluator.running.verification import verify_attempt
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import PLAYBACK_SPEEDS, action_groups, attempt_contract
@@ -298,6 +299,20 @@ def artifact(request: HttpRequest, attempt_id: int, path: str) -> HttpResponse:
     attempt = viewable_attempt(request, attempt_id)
     record = get_object_or_404(Artifact, attempt=attempt, path=f"{attempt.evidence_dir}/{path}")
     try:
+        if record.path.endswith(SPLIT):  # a request body stored apart from its frame: the body as it was sent
+            return _sent_body_response(Path(settings.MEDIA_ROOT) / record.path)
         return ranged_file_response(request, Path(settings.MEDIA_ROOT) / record.path)
     except FileNotFoundError:
         raise Http404(f"evidence missing: {record.name} (manage.py verify-evidence)") from None
+
+
+def _sent_body_response(path: Path) -> HttpResponse:
+    try:
+        body = rebuilt(path)
+    except SentBodyAltered as altered:
+        raise Http404(f"evidence altered: {altered} (manage.py verify-evidence)") from None
+    name = path.name.removesuffix(SPLIT)
+    content_type = "application/json" if name.endswith(".json") else "application/msgpack"
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'inline; filename="{name}"'
+    return response
