@@ -335,7 +335,7 @@ def test_query_counts_do_not_grow_with_the_number_of_attempts(admin_client, make
     add_cells(first, 2)
     few = queries()
     add_cells(first, 120)
-    assert queries() == few
+    assert queries() <= few  # never more; fewer once what is kept per set of finished attempts is cached
 
 
 def test_the_preview_says_when_a_budget_cannot_reach_the_horizon(operator):

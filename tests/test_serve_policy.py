@@ -88,3 +88,14 @@ def test_the_calls_of_concurrent_episodes_share_forward_passes(served):
     for thread in threads:
         thread.join(timeout=120)
     assert len(sizes) == 6 and max(sizes) == 2
+
+
+def test_a_terminated_serve_policy_stops_its_model_host_too(tmp_path):
+    # A service manager stops it with SIGTERM: the host it started in the model's interpreter must not outlive it.
+    folder = make_checkpoint(tmp_path / "act")
+    command = [sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", str(free_port())]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+    host = json.loads(process.stdout.readline())["pid"]
+    process.terminate()
+    assert process.wait(timeout=60) == 143
+    assert not Path(f"/proc/{host}").exists() or "zombie" in Path(f"/proc/{host}/status").read_text().lower()

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count, Max
+from django.core.cache import cache
 
 from evaluator.exports.lerobot import ExportRefused, plan_problem, write_lerobot_dataset
-from evaluator.records.models import Attempt, Campaign
+from evaluator.records.models import Campaign
+from evaluator.records.queries import finished_state
 
 ARCHIVES = "cache/lerobot"  # under MEDIA_ROOT
 
@@ -36,13 +37,9 @@ class Archive:
     reason: str = ""  # why it was refused
 
 
-def archive_of(campaign: Campaign) -> Archive:
-    """The archive of the campaign's present state, and how far it is."""
-    # Finished attempts are only ever added, never changed or removed: how many, the newest and the latest
-    # finish say which state the campaign is in, in one aggregate row (a campaign page shows this link).
-    finished = campaign.attempts.filter(status=Attempt.Status.FINISHED).aggregate(
-        count=Count("pk"), newest=Max("pk"), latest=Max("finished_at")
-    )
+def archive_of(campaign: Campaign, finished: dict | None = None) -> Archive:
+    """The archive of the campaign's present state (its finished_state, given or asked), and how far it is."""
+    finished = finished if finished is not None else finished_state(campaign)
     state = hashlib.sha256(repr(sorted(finished.items())).encode()).hexdigest()[:16]
     path = Path(settings.MEDIA_ROOT) / ARCHIVES / f"campaign-{campaign.pk}-{state}.zip"
     if path.is_file():
@@ -52,7 +49,8 @@ def archive_of(campaign: Campaign) -> Archive:
     if path.with_suffix(".preparing").exists():
         return Archive("preparing", path)
     # Refused before it is asked for, when the plan already says why: the page shows the reason, not a button.
-    problem = plan_problem(campaign)
+    # A pure function of the finished attempts: kept while no other finishes (a campaign page asks it each time).
+    problem = cache.get_or_set(f"rsi:plan-problem:{campaign.pk}:{state}", lambda: plan_problem(campaign) or "")
     return Archive("refused", path, problem) if problem else Archive("none", path)
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, Max, Sum
 
 from evaluator.protocol import sim_to_real
 from evaluator.protocol.aggregates import CellResult, Report, aggregate
@@ -62,6 +62,15 @@ class CampaignSummary:
         return sum(self.statuses.values())
 
 
+def finished_state(campaign: Campaign) -> dict:
+    """How many of the campaign's attempts have finished, the newest and the latest finish: finished attempts are only
+    ever added, never changed (records/triggers.py), so these name the set of them (what is computed from it may be
+    kept under them: the campaign's LeRobot archive, its time split)."""
+    return campaign.attempts.filter(status=Attempt.Status.FINISHED).aggregate(
+        count=Count("pk"), newest=Max("pk"), latest=Max("finished_at")
+    )
+
+
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
     """One query over four columns of the original cells, however many there are (no model objects)."""
     return campaign_summaries([campaign.pk])[campaign.pk]
@@ -108,7 +117,7 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
             autonomous=autonomous,
         )
         for (status, outcome, autonomous), (family, task, dimensions, scored) in zip(
-            rows, _planned_cells(campaign, cells, matrix), strict=True
+            rows, _planned_cells(campaign, cells, matrix, len(rows)), strict=True
         )
     ]
     maps = {}
@@ -134,13 +143,16 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
     )
 
 
-def _planned_cells(campaign: Campaign, cells, matrix: FullMatrix) -> list[tuple[str, str, dict, bool]]:
-    """Each cell's family, task, dimensions and scoring, in plan order. Taken from the matrix by index when the
-    campaign was planned from this very file (its checksum is in the identity): decoding 1,992 cells' JSON
-    from the records costs the page more than all the rest of its work."""
-    if campaign.provenance["full_matrix"]["sha256"] == matrix.sha256:
-        planned = (matrix.cells[index] for index in cells.values_list("full_cell__index", flat=True))
-        return [(c.family, c.task, dict(c.dimensions), c.scored) for c in planned]
+def _planned_cells(campaign: Campaign, cells, matrix: FullMatrix, count: int) -> list[tuple[str, str, dict, bool]]:
+    """Each cell's family, task, dimensions and scoring, in plan order. Taken from the matrix when the campaign was
+    planned from this very file (its checksum is in the identity): its cells are the matrix's cells of the families
+    it names, in matrix order, one per cell index. Decoding 1,992 cells' JSON from the records costs the page more
+    than all the rest of its work."""
+    planned_from = campaign.provenance["full_matrix"]
+    if planned_from["sha256"] == matrix.sha256:
+        planned = matrix.subset(list(planned_from["families"]))
+        if len(planned) == count:
+            return [(c.family, c.task, dict(c.dimensions), c.scored) for c in planned]
     recorded = cells.values_list("full_cell", flat=True)
     return [(c["family"], c["task"], c["dimensions"], c["scored"]) for c in recorded]
 

@@ -1,4 +1,5 @@
 import json
+import signal
 import subprocess
 import sys
 
@@ -8,6 +9,14 @@ from evaluator.native.child_env import child_environment
 from evaluator.policies.model_hosts import SERVER, HostSettingInvalid, batching, server_config
 from evaluator.policies.specs import build_policy, parse_policy_spec
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
+
+
+class Terminated(Exception):
+    """SIGTERM reached serve-policy."""
+
+
+def _terminated(signum, frame):
+    raise Terminated
 
 
 class Command(BaseCommand):
@@ -53,11 +62,13 @@ class Command(BaseCommand):
         process = subprocess.Popen([plan.python, str(SERVER)], stdin=subprocess.PIPE, env=child_environment())
         process.stdin.write(json.dumps(config).encode() + b"\n")
         process.stdin.close()
+        # Stopped by Ctrl-C or by a service manager's SIGTERM, it stops its host first (which would outlive it).
+        signal.signal(signal.SIGTERM, _terminated)
         try:
             code = process.wait()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated) as stopped:
             process.terminate()
             process.wait(timeout=30)
-            sys.exit(130)
+            sys.exit(143 if isinstance(stopped, Terminated) else 130)
         if code:
             raise CommandError(f"the model host ended with exit status {code} (its output is above)")

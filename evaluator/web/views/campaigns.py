@@ -34,6 +34,7 @@ from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Pol
 from evaluator.records.queries import (
     campaign_cells,
     campaign_summary,
+    finished_state,
     full_campaign_view,
 )
 from evaluator.records.sequential import sequential_state_of
@@ -197,6 +198,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
         report, total, finished = summary.report, summary.total, summary.statuses["finished"]
         pending = summary.statuses["pending"] + pending_reruns
         active = bool(summary.statuses["queued"] or summary.statuses["running"])
+    finished_set = finished_state(campaign)  # names the set of finished attempts: the archive and time split follow it
     with_video = set(
         Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
     )
@@ -224,14 +226,14 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "can_watch": request.user.has_perm("evaluator.watch_attempt"),  # no link to a page that is a 403
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,
-            "lerobot": archive_of(campaign),
+            "lerobot": archive_of(campaign, finished_set),
             "can_prepare": request.user.has_perm("evaluator.launch_campaign"),
             "sequential": sequential,
             "chart": sequence_chart(sequential) if sequential else None,
             "not_run": report.overall.not_run,
             # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
             "web_host": socket.gethostname(),
-            "time": campaign_time(campaign),
+            "time": campaign_time(campaign, finished_set),
         },
     )
 
