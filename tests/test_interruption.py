@@ -89,7 +89,7 @@ print(campaign.pk)
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_server_closes_its_running_attempt_and_starts_no_other(tmp_path, slow_policy, signum):
-    env = site_env(tmp_path)
+    env = site_env(tmp_path, RSI_EXECUTOR_WORKERS="1")  # one slot: the second cell waits queued behind the first
     db = tmp_path / "db.sqlite3"
     set_up_site(env, {"olga": ["operator"]})
     campaign = int(manage(env, "shell", "--no-imports", "-c", LAUNCH.format(url=slow_policy.url)).stdout)

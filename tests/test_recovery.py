@@ -63,7 +63,8 @@ def slow_policy():
 
 
 def test_a_server_killed_mid_attempt_recovers_at_restart_and_runs_nothing_twice(tmp_path, slow_policy):
-    env = site_env(tmp_path, RSI_RECOVER_AT_STARTUP="1")
+    # One executor slot: when the server is killed, one cell runs and the two others wait queued behind it.
+    env = site_env(tmp_path, RSI_RECOVER_AT_STARTUP="1", RSI_EXECUTOR_WORKERS="1")
     db, media = tmp_path / "db.sqlite3", tmp_path / "media"
     set_up_site(env, {"olga": ["operator"]})
     campaign = int(manage(env, "shell", "--no-imports", "-c", LAUNCH.format(tasks=TASKS, url=slow_policy.url)).stdout)

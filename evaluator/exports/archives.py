@@ -13,7 +13,6 @@ prepared anew; an older one is never served for it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -25,7 +24,7 @@ from django.core.cache import cache
 
 from evaluator.exports.lerobot import ExportRefused, plan_problem, write_lerobot_dataset
 from evaluator.records.models import Campaign
-from evaluator.records.queries import finished_state
+from evaluator.records.queries import finished_key, finished_state
 
 ARCHIVES = "cache/lerobot"  # under MEDIA_ROOT
 
@@ -40,7 +39,7 @@ class Archive:
 def archive_of(campaign: Campaign, finished: dict | None = None) -> Archive:
     """The archive of the campaign's present state (its finished_state, given or asked), and how far it is."""
     finished = finished if finished is not None else finished_state(campaign)
-    state = hashlib.sha256(repr(sorted(finished.items())).encode()).hexdigest()[:16]
+    state = finished_key(finished)
     path = Path(settings.MEDIA_ROOT) / ARCHIVES / f"campaign-{campaign.pk}-{state}.zip"
     if path.is_file():
         return Archive("ready", path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -69,6 +70,11 @@ def finished_state(campaign: Campaign) -> dict:
     return campaign.attempts.filter(status=Attempt.Status.FINISHED).aggregate(
         count=Count("pk"), newest=Max("pk"), latest=Max("finished_at")
     )
+
+
+def finished_key(state: dict) -> str:
+    """A short name of a finished_state, for file names and cache keys."""
+    return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()[:16]
 
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:

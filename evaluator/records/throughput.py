@@ -14,7 +14,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import finished_state
+from evaluator.records.queries import finished_key, finished_state
 
 PARTS = ("env_build", "reset", "native_steps", "policy_start", "policy_wait", "evidence")
 PART_LABELS = {
@@ -88,7 +88,7 @@ def campaign_time(campaign: Campaign, state: dict | None = None) -> CampaignTime
     state = state if state is not None else finished_state(campaign)
     if not state["count"]:
         return None
-    key = f"rsi:campaign-time:{campaign.pk}:{state['count']}:{state['newest']}:{state['latest']}"
+    key = f"rsi:campaign-time:{campaign.pk}:{finished_key(state)}"
     sums = cache.get(key)
     if sums is None:
         timed = Attempt.objects.filter(
