@@ -46,6 +46,15 @@ def test_a_refused_launch_gives_every_reason_at_once_and_stores_nothing(operator
     assert (Campaign.objects.count(), Policy.objects.count()) == (0, policies)
 
 
+def test_an_unknown_task_is_said_as_such_not_as_no_task_selected(operator):
+    # Issue 44, item 9: "an unknown task also gives 'select at least one task' when one was selected".
+    for tasks in (["fly"], ["reach", "fly"]):
+        body = post(operator, "/api/v1/campaigns", {"benchmark": "fetch", "policy": "noop", "tasks": tasks}).json()
+        assert body["reasons"] == ["tasks: unknown task fly"]
+    none = post(operator, "/api/v1/campaigns", {"benchmark": "fetch", "policy": "noop", "tasks": []}).json()
+    assert "select at least one task" in " ".join(none["reasons"])
+
+
 def test_the_api_refuses_what_the_launch_form_refuses(operator):
     """One plan through the form and through the API: the same problems, since both run the same form."""
     plan = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach"], "budget_mode": "decisions"}

@@ -93,6 +93,9 @@ def check_launch(
     return [tasks[n] for n in task_names]
 
 
+NO_TASK = "select at least one task"
+
+
 def plan_problems(
     benchmark: str, task_names: list[str], policy: Policy, config: ProtocolConfig, ready: bool = True
 ) -> list[ProtocolError]:
@@ -108,7 +111,7 @@ def plan_problems(
             )
         )
     if not task_names:
-        problems.append(LaunchRefused("select at least one task"))
+        problems.append(LaunchRefused(NO_TASK))
     catalog = load_catalog(benchmark)
     problems += _problems(*(functools.partial(catalog.task_in_scope, config, name) for name in task_names))
     tasks = [catalog.tasks[n] for n in task_names if n in catalog.tasks]

@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from evaluator.execution.launching import (
+    NO_TASK,
     check_full_launch,
     do_launch_campaign,
     do_launch_full_campaign,
@@ -223,7 +224,9 @@ class LaunchForm(forms.Form):
                         problems.append(str(exc))
             if "policy" in data:
                 policy = policy_record(data["policy"])
-                problems += map(str, plan_problems(config.benchmark, tasks, policy, config, ready=False))
+                found = map(str, plan_problems(config.benchmark, tasks, policy, config, ready=False))
+                # Tasks that were named but are unknown are the tasks field's own error, not "none selected".
+                problems += [p for p in found if not (p == NO_TASK and "tasks" in self.errors)]
             if data.get("baseline") and seeds is not None:
                 problems += baseline_problems(data["baseline"], config.benchmark, tasks, seeds, config.protocol_id)
         for problem in dict.fromkeys(problems):
