@@ -13,6 +13,7 @@ from evaluator.execution.launching import do_launch_campaign, ensure_builtin_pol
 from evaluator.protocol.aggregates import Rate, wilson_interval
 from evaluator.protocol.identity import configure
 from evaluator.protocol.leaderboard import standings
+from evaluator.records.models import Attempt
 from tests.records import finish_cell
 
 FETCH = "fetch-development/rgb/v1"
@@ -175,3 +176,35 @@ def test_a_board_takes_the_same_number_of_queries_for_4_rows_as_for_40(admin_cli
     assert {path: n for (rows, path), n in counts.items() if rows == 4} == {
         path: n for (rows, path), n in counts.items() if rows == 40
     }
+
+
+def test_a_sequential_campaign_stopped_early_is_flagged_beside_full_rows(admin_client, catalogs):
+    # Issue 44, item 9: "the leaderboard's JSON puts a sequential campaign's 9 run cells beside 12-cell rows without
+    # flagging it". A board row says how many planned cells were left not run, and whether the campaign was sequential.
+    ensure_builtin_policies()
+    full = campaign("http://a.example:1/act", 8, cells=12)
+    stopped = do_launch_campaign(
+        name="against a",
+        benchmark="fetch",
+        task_names=["reach", "push"],
+        seeds=list(range(6)),
+        policy=policy_for("http://b.example:1/act"),
+        config=configure("fetch"),
+        against=full,
+    )
+    cells = list(stopped.attempts.order_by("cell_index"))
+    for cell in cells[:9]:
+        finish_cell(cell, "success")
+    Attempt.objects.filter(pk__in=[c.pk for c in cells[9:]]).update(status="not_run")  # as its decided test leaves
+    rows = {r["campaign"]: r for r in admin_client.get(f"/api/v1/leaderboards/{FETCH}").json()["rows"]}
+    assert (rows[full.pk]["cells"], rows[full.pk]["cells_not_run"], rows[full.pk]["sequential"]) == (12, 0, False)
+    assert (rows[stopped.pk]["cells"], rows[stopped.pk]["cells_not_run"], rows[stopped.pk]["sequential"]) == (
+        12,
+        3,
+        True,
+    )
+    assert rows[stopped.pk]["success_rate"]["denominator"] == 9
+    exported = admin_client.get(f"/leaderboards/{FETCH}/?format=json").json()
+    assert [r["cells_not_run"] for r in exported["rows"] if r["campaign"] == stopped.pk] == [3]
+    page = admin_client.get(f"/leaderboards/{FETCH}/").content.decode()
+    assert '<span class="sequential-not-run"' in page and "3 not run</span>" in page

@@ -24,7 +24,8 @@ class BoardRow:
     standing: Standing
     campaign: Campaign
     finished_at: datetime | None
-    cells: int
+    cells: int  # planned
+    not_run: int  # planned cells a sequential campaign left once its test had decided
     success_rate: Rate
     per_task: dict[str, Rate]
     non_autonomous: int
@@ -95,6 +96,7 @@ def board(protocol_id: str) -> Board | None:
             campaign=campaign,
             finished_at=campaign.last_finish,
             cells=summaries[pk].total,
+            not_run=summaries[pk].statuses.get(Attempt.Status.NOT_RUN, 0),
             success_rate=rates[pk],
             per_task={t: a.success_rate for t, a in summaries[pk].report.per_task.items()},
             non_autonomous=summaries[pk].report.non_autonomous.attempted,

@@ -58,6 +58,9 @@ def board_out(request, found: Board) -> dict:
                 "success_rate": row.success_rate.as_dict(),
                 "per_task": {task: rate.as_dict() for task, rate in row.per_task.items()},
                 "non_autonomous": row.non_autonomous,
+                "cells": row.cells,
+                "cells_not_run": row.not_run,
+                "sequential": bool(row.campaign.sequential),
             }
             for row in found.rows
         ],

@@ -327,6 +327,9 @@ class LeaderboardRowOut(Schema):
     success_rate: RateOut
     per_task: dict[str, RateOut]
     non_autonomous: int = Field(description="attempts a watcher intervened in: excluded from every rate, counted")
+    cells: int = Field(description="the campaign's planned cells")
+    cells_not_run: int = Field(description="planned cells a sequential campaign left once its test had decided")
+    sequential: bool = Field(description="run against a baseline and stopped once decided: fewer cells may have run")
 
 
 class LeaderboardOut(Schema):
