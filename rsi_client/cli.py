@@ -88,6 +88,8 @@ def summary(campaign: dict) -> str:
     errors = {k: v for k, v in overall["errors"].items() if v}
     if errors:
         lines.append("  errors                " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
+    if campaign.get("error_types"):
+        lines.append("  error types           " + ", ".join(f"{k} {v}" for k, v in campaign["error_types"].items()))
     if report["non_autonomous"]["attempted"]:
         lines.append(f"  non-autonomous        {report['non_autonomous']['attempted']} attempt(s), counted apart")
     for task, aggregate in report["per_task"].items():

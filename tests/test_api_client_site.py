@@ -123,6 +123,8 @@ def test_a_campaign_that_ends_in_infrastructure_errors_exits_3(site, rsi):
     )
     assert ended.returncode == 3, ended.stderr
     assert "infrastructure_error 1" in ended.stdout
+    # Issue 44, item 9: "`rsi wait` hides an infrastructure error's type (`policy_setup` took an API call to find)".
+    assert re.search(r"^  error types +policy_setup 1$", ended.stdout, re.M), ended.stdout
 
 
 def test_check_policy_from_the_command_line(site, rsi):

@@ -57,6 +57,7 @@ class CampaignSummary:
 
     report: Report
     statuses: Counter  # original cells by status
+    error_types: Counter  # original cells that ended in an error, by its type (policy_setup, worker_lost, ...)
 
     @property
     def total(self) -> int:
@@ -78,7 +79,7 @@ def finished_key(state: dict) -> str:
 
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
-    """One query over four columns of the original cells, however many there are (no model objects)."""
+    """One query over five columns of the original cells, however many there are (no model objects)."""
     return campaign_summaries([campaign.pk])[campaign.pk]
 
 
@@ -86,10 +87,15 @@ def campaign_summaries(campaign_ids: Iterable[int]) -> dict[int, CampaignSummary
     """campaign_summary of many campaigns from one query over their original cells (a leaderboard's rows)."""
     rows: dict[int, list] = {pk: [] for pk in campaign_ids}
     cells = Attempt.objects.filter(campaign_id__in=list(rows), rerun_of__isnull=True)
-    for campaign_id, *row in cells.values_list("campaign_id", "task__name", "status", "outcome", "autonomous"):
+    columns = ("campaign_id", "task__name", "status", "outcome", "autonomous", "error_type")
+    for campaign_id, *row in cells.values_list(*columns):
         rows[campaign_id].append(row)
     return {
-        pk: CampaignSummary(report=_report(found), statuses=Counter(row[1] for row in found))
+        pk: CampaignSummary(
+            report=_report(row[:4] for row in found),
+            statuses=Counter(row[1] for row in found),
+            error_types=Counter(row[4] for row in found if row[4]),
+        )
         for pk, found in rows.items()
     }
 

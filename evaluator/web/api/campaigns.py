@@ -96,6 +96,7 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "done": not any(statuses[s] for s in ("pending", "queued", "running")),
         "infrastructure_errors": report.overall.errors.get("infrastructure_error", 0)
         + report.non_autonomous.errors.get("infrastructure_error", 0),
+        "error_types": dict(sorted(summary.error_types.items())),
         "report": report.as_dict(),
         "plan": plan_of(campaign),
         "sequential": sequential_out(campaign, state) if state else None,

@@ -172,6 +172,9 @@ class CampaignOut(Schema):
     finished: int
     done: bool = Field(description="no planned cell is pending, queued or running")
     infrastructure_errors: int = Field(description="finished cells that ended in an infrastructure error")
+    error_types: dict[str, int] = Field(
+        description="planned cells that ended in an error, by its type (policy_setup...)"
+    )
     report: ReportOut
     plan: dict = Field(description="the plan as /campaigns/preview takes it: launch another policy on the same cells")
     sequential: SequentialOut | None = Field(description="run against a baseline: its test so far")
