@@ -4,7 +4,7 @@
     rsi launch --against 12 --policy openpi+ws://gpu7:8000 --wait    (a sequential campaign on 12's cells)
     rsi compare 12 13 --fail-on regressed
     rsi check-policy --benchmark fetch --policy openpi+ws://gpu7:8000
-    rsi status 12 | rsi wait 12 | rsi leaderboard [PROTOCOL_ID] | rsi whoami
+    rsi status 12 | rsi wait 12 [13 ...] | rsi leaderboard [PROTOCOL_ID] | rsi whoami
 
 The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Every command takes --timeout SECONDS:
 the most it may take in all (a request is cut off then, however slowly its reply trickles in); without it each
@@ -134,13 +134,19 @@ def _plan(client: Client, args) -> dict:
     return plan
 
 
-def _wait(client: Client, campaign_id: int, args) -> int:
-    def report(campaign):
-        print(progress_line(campaign), file=sys.stderr, flush=True)
+def _wait(client: Client, campaign_ids: list[int], args) -> int:
+    """Wait for every campaign at once: one progress block (a line each) whenever any count changes, then each one's
+    aggregates; exit 3 when any ended with infrastructure errors."""
 
-    campaign = client.wait(campaign_id, poll_s=args.poll, timeout_s=args.timeout, on_progress=report)
-    print(json.dumps(campaign, indent=1) if args.json else summary(campaign))
-    return INFRASTRUCTURE if campaign["infrastructure_errors"] else 0
+    def report(campaigns):
+        print("\n".join(progress_line(campaign) for campaign in campaigns), file=sys.stderr, flush=True)
+
+    campaigns = client.wait_all(campaign_ids, poll_s=args.poll, timeout_s=args.timeout, on_progress=report)
+    if args.json:
+        print(json.dumps(campaigns[0] if len(campaigns) == 1 else campaigns, indent=1))
+    else:
+        print("\n".join(summary(campaign) for campaign in campaigns))
+    return INFRASTRUCTURE if any(campaign["infrastructure_errors"] for campaign in campaigns) else 0
 
 
 def launch(client: Client, args) -> int:
@@ -153,7 +159,7 @@ def launch(client: Client, args) -> int:
     if not args.wait:
         print(json.dumps(campaign, indent=1) if args.json else campaign["id"])
         return 0
-    return _wait(client, campaign["id"], args)
+    return _wait(client, [campaign["id"]], args)
 
 
 def status(client: Client, args) -> int:
@@ -279,10 +285,10 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     show.set_defaults(run=status)
 
-    hold = commands.add_parser("wait", help="wait for a campaign to finish; print its aggregates")
-    hold.add_argument("campaign", type=int)
+    hold = commands.add_parser("wait", help="wait for campaigns to finish (rsi wait 12 13 14); print their aggregates")
+    hold.add_argument("campaigns", type=int, nargs="+", metavar="campaign")
     waiting(hold)
-    hold.set_defaults(run=lambda client, args: _wait(client, args.campaign, args))
+    hold.set_defaults(run=lambda client, args: _wait(client, args.campaigns, args))
 
     check = commands.add_parser("check-policy", help="one call of a policy on a synthetic observation")
     check.add_argument("--benchmark", required=True)

@@ -160,6 +160,10 @@ class Client:
     def cells(self, campaign_id: int, page: int = 1) -> dict:
         return self.request("GET", f"/campaigns/{int(campaign_id)}/cells", query={"page": page})
 
+    def campaigns(self, **filters) -> dict:
+        """Campaigns, newest first: benchmark, policy, protocol, page (a page of campaigns with its count)."""
+        return self.request("GET", "/campaigns", query=filters)
+
     def wait(
         self,
         campaign_id: int,
@@ -169,22 +173,39 @@ class Client:
     ) -> dict:
         """Poll the campaign until no planned cell is pending, queued or running; returns it then. `on_progress`
         is called with the campaign whenever its counts change. WaitTimedOut after `timeout_s`."""
+        report = None if on_progress is None else (lambda campaigns: on_progress(campaigns[0]))
+        return self.wait_all([campaign_id], poll_s, timeout_s, report)[0]
+
+    def wait_all(
+        self,
+        campaign_ids: list[int],
+        poll_s: float = 5.0,
+        timeout_s: float | None = None,
+        on_progress: Callable[[list[dict]], None] | None = None,
+    ) -> list[dict]:
+        """wait for several campaigns at once: the campaigns, in the order asked, once every one is done.
+        `on_progress` is called with all of them whenever the counts of any change; WaitTimedOut (holding the first
+        not done) after `timeout_s`."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        latest: dict[int, dict] = {}
         seen = None
         while True:
-            campaign = self.request("GET", f"/campaigns/{int(campaign_id)}", until=deadline)
+            for campaign_id in campaign_ids:
+                if not latest.get(campaign_id, {}).get("done"):
+                    latest[campaign_id] = self.request("GET", f"/campaigns/{int(campaign_id)}", until=deadline)
+            campaigns = [latest[campaign_id] for campaign_id in campaign_ids]
             try:
-                counts = (campaign["statuses"], campaign["report"]["overall"]["successes"])
-                done = campaign["done"]
+                counts = [(c["statuses"], c["report"]["overall"]["successes"]) for c in campaigns]
+                waiting = [c for c in campaigns if not c["done"]]
             except (KeyError, TypeError, IndexError):
                 raise ApiError(200, "bad_reply", ["the site's campaign has no statuses, report or done"]) from None
             if on_progress is not None and counts != seen:
-                on_progress(campaign)
+                on_progress(campaigns)
             seen = counts
-            if done:
-                return campaign
+            if not waiting:
+                return campaigns
             if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimedOut(campaign)
+                raise WaitTimedOut(waiting[0])
             time.sleep(poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic())))
 
     def evaluate(self, poll_s: float = 5.0, timeout_s: float | None = None, on_progress=None, **plan) -> dict:

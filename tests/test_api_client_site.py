@@ -147,6 +147,31 @@ def test_check_policy_from_the_command_line(site, rsi):
     assert invalid.returncode == 1 and json.loads(invalid.stdout)["error_type"] == "policy_setup"
 
 
+def test_many_campaigns_are_waited_for_at_once_and_listed(site, rsi):
+    # Issue 44, item 2: "`rsi wait 12 13 14` and `Client.wait_all([...])` with one progress display;
+    # `Client.campaigns(...)` lists and filters".
+    from rsi_client import Client
+
+    base, _ = site
+    token = make_token(base)
+    plan = ["launch", "--benchmark", "fetch", "--tasks", "reach", "--policy", "noop", *FAST]
+    first, second = (int(rsi(*plan, "--name", name, token=token, url=base).stdout) for name in ("one", "two"))
+    waited = rsi("wait", str(first), str(second), "--poll", "0.5", token=token, url=base)
+    assert waited.returncode == 0, waited.stderr
+    blocks = waited.stderr.strip().split(f"campaign {first}: ")[1:]  # each progress display names both, in order
+    assert blocks and all(f"campaign {second}: " in block for block in blocks)
+    assert f"campaign {first}: 1/1 finished" in waited.stderr and f"campaign {second}: 1/1 finished" in waited.stderr
+    assert waited.stdout.index(f"campaign {first} 'one'") < waited.stdout.index(f"campaign {second} 'two'")
+
+    client = Client(base, token=token)
+    seen = []
+    done = client.wait_all([second, first], poll_s=0.5, on_progress=seen.append)
+    assert [c["id"] for c in done] == [second, first] and all(c["done"] for c in done)
+    assert [c["id"] for c in seen[0]] == [second, first]
+    listed = client.campaigns(benchmark="fetch")
+    assert {first, second} <= {c["id"] for c in listed["campaigns"]} and listed["count"] >= 2
+
+
 def test_the_python_call_waits_inside_a_training_loop(site):
     from rsi_client import ApiError, Client
 
