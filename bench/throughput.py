@@ -121,7 +121,7 @@ class HostPerAttempt:
     ignores), and the host is stopped when the episode ends."""
 
     def __init__(self):
-        self.real, self.count, self.lock = hosted.model_host, 0, threading.Lock()
+        self.count, self.lock = 0, threading.Lock()
 
     def __enter__(self):
         original_start, original_end = hosted.HostedPolicy.start_episode, hosted.HostedPolicy.end_episode
@@ -131,8 +131,9 @@ class HostPerAttempt:
             with per_attempt.lock:
                 per_attempt.count += 1
                 number = per_attempt.count
-            plan = policy.plan
-            policy.plan = lambda: replace(plan(), load={**plan().load, "bench_attempt": number})
+            plan = policy.plan()
+            own = replace(plan, load={**plan.load, "bench_attempt": number})
+            policy.plan = lambda: own
             original_start(policy, start)
 
         def end_episode(policy):

@@ -80,6 +80,10 @@ def _float(path: str):
     return Sum(Cast(KT(f"accounting__time__{path}"), FloatField()))
 
 
+def _int(path: str, total=Sum):
+    return total(Cast(KT(f"accounting__time__{path}"), IntegerField()))
+
+
 def campaign_time(campaign: Campaign, state: dict | None = None) -> CampaignTime | None:
     """None until an attempt of the campaign has finished with its split recorded.
 
@@ -108,11 +112,11 @@ def _sums(timed) -> dict:
         first=Min("started_at"),
         last=Max("finished_at"),
         infer_s=_float("host__infer_s"),
-        evidence_bytes=Sum(Cast(KT("accounting__time__evidence_bytes"), IntegerField())),
-        calls_timed=Sum(Cast(KT("accounting__time__host__calls_timed"), IntegerField())),
-        batch_total=Sum(Cast(KT("accounting__time__host__batch_total"), IntegerField())),
-        max_batch=Max(Cast(KT("accounting__time__host__max_batch"), IntegerField())),
-        max_batch_setting=Max(Cast(KT("accounting__time__host__max_batch_setting"), IntegerField())),
+        evidence_bytes=_int("evidence_bytes"),
+        calls_timed=_int("host__calls_timed"),
+        batch_total=_int("host__batch_total"),
+        max_batch=_int("host__max_batch", Max),
+        max_batch_setting=_int("host__max_batch_setting", Max),
         max_wait_ms_setting=Max(Cast(KT("accounting__time__host__max_wait_ms_setting"), FloatField())),
         **{part: _float(f"parts_s__{part}") for part in PARTS},
     )

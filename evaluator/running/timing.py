@@ -29,8 +29,8 @@ class TimeSplit:
     def __init__(self):
         self.started = time.perf_counter()
         self.seconds = dict.fromkeys(PARTS, 0.0)
-        self.infer_ms: list[float] = []  # a model host's forward pass for each call it timed
-        self.batch_sizes: list[int] = []
+        # What a model host said of the calls it timed: how many, their forward passes, their batches.
+        self.calls_timed, self.infer_ms, self.batch_total, self.max_batch = 0, 0.0, 0, None
 
     @contextmanager
     def part(self, name: str) -> Iterator[None]:
@@ -48,20 +48,22 @@ class TimeSplit:
         infer_ms, batch_size = timing.get("infer_ms"), timing.get("batch_size")
         number = type(infer_ms) in (int, float) and math.isfinite(infer_ms) and 0 <= infer_ms < 3_600_000
         if number and type(batch_size) is int and 1 <= batch_size <= 4096:
-            self.infer_ms.append(float(infer_ms))
-            self.batch_sizes.append(batch_size)
+            self.calls_timed += 1
+            self.infer_ms += infer_ms
+            self.batch_total += batch_size
+            self.max_batch = max(self.max_batch or 0, batch_size)
 
     def record(self, queue_wait_s: float | None, host_settings: dict | None) -> dict:
         """The split as stored in the attempt's accounting, in seconds; a model host's batching settings beside it."""
         settings = _batching_settings(host_settings)
         host = None
-        if self.infer_ms or settings:
+        if self.calls_timed or settings:
             host = {
                 **settings,
-                "calls_timed": len(self.infer_ms),
-                "infer_s": round(sum(self.infer_ms) / 1000, 6),
-                "batch_total": sum(self.batch_sizes),  # over calls_timed: the mean batch a call was part of
-                "max_batch": max(self.batch_sizes, default=None),
+                "calls_timed": self.calls_timed,
+                "infer_s": round(self.infer_ms / 1000, 6),
+                "batch_total": self.batch_total,  # over calls_timed: the mean batch a call was part of
+                "max_batch": self.max_batch,
             }
         return {
             "wall_s": round(time.perf_counter() - self.started, 6),
