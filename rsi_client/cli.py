@@ -4,7 +4,9 @@
     rsi launch --against 12 --policy openpi+ws://gpu7:8000 --wait    (a sequential campaign on 12's cells)
     rsi compare 12 13 --fail-on regressed
     rsi check-policy --benchmark fetch --policy openpi+ws://gpu7:8000
-    rsi status 12 | rsi wait 12 [13 ...] | rsi leaderboard [PROTOCOL_ID] | rsi whoami
+    rsi launch --benchmark fetch --policy http://gpu7:8000/act --label run=abc --label step=5000
+    rsi cancel 12 | rsi curve --label run=abc --x step | rsi campaigns --label run=abc
+    rsi status 12 | rsi wait 12 [13 ...] | rsi leaderboard [PROTOCOL_ID] [--label run=abc] | rsi whoami
 
 The site and the token come from --url / --token or RSI_URL / RSI_TOKEN. Every command takes --timeout SECONDS:
 the most it may take in all (a request is cut off then, however slowly its reply trickles in); without it each
@@ -26,6 +28,7 @@ import sys
 import time
 
 from rsi_client.client import ApiError, Client, WaitTimedOut
+from rsi_client.formatting import label_text, progress_line, rate_text, sequential_text, summary
 
 REFUSED, INFRASTRUCTURE, AUTH, FAILED, INTERRUPTED, OUTPUT_CLOSED = 1, 3, 4, 5, 130, 141
 
@@ -34,86 +37,10 @@ class UsageError(ValueError):
     """A command line this client cannot run (exit 2)."""
 
 
-def _rate(rate: dict) -> str:
-    if not rate["denominator"]:
-        return f"{rate['numerator']}/0 (no completed attempt)"
-    return (
-        f"{rate['numerator']}/{rate['denominator']} = {rate['value']:.3f} "
-        f"[{rate['wilson95_low']:.3f}, {rate['wilson95_high']:.3f}] (Wilson 95%)"
-    )
-
-
-def progress_line(campaign: dict) -> str:
-    s = campaign["statuses"]
-    not_run = f", {s['not_run']} not run" if s.get("not_run") else ""
-    return (
-        f"campaign {campaign['id']}: {campaign['finished']}/{campaign['cells']} finished, {s['running']} running, "
-        f"{s['queued']} queued, {s['pending']} pending{not_run}; {campaign['report']['overall']['successes']} successes"
-    )
-
-
-def time_lines(time: dict) -> list[str]:
-    """Where the campaign's time went: each part's share of the attempts' wall time, largest first."""
-    wall = time["wall_s"] or 0.0
-    parts = sorted(time["parts_s"].items(), key=lambda item: -item[1])
-    shares = ", ".join(f"{name} {seconds / wall:.0%}" for name, seconds in parts) if wall else "none timed"
-    rate = time["observations_per_s"]
-    lines = [
-        f"  time                  {time['attempts']} attempt(s), {wall:.1f} s of wall time: {shares}",
-        f"  observations          {time['policy_calls']} in {time['elapsed_s']:.1f} s"
-        + (f" = {rate:.2f}/s" if rate is not None else ""),
-    ]
-    host = time["host"]
-    if host["calls_timed"]:
-        batching = "on" if host["batching_on"] else "off"
-        lines.append(
-            f"  model host            {host['infer_s']:.2f} s of forward passes over {host['calls_timed']} calls, "
-            f"mean batch {host['mean_batch']:.2f} (largest {host['max_batch']}), batching {batching}"
-        )
-    if time["evidence_bytes_per_episode"] is not None:
-        lines.append(f"  evidence              {time['evidence_bytes_per_episode'] / 1e6:.2f} MB per episode")
-    return lines
-
-
-def summary(campaign: dict) -> str:
-    report = campaign["report"]
-    overall = report["overall"]
-    lines = [
-        f"campaign {campaign['id']} {campaign['name']!r}: {campaign['policy']} under {campaign['protocol_id']}",
-        f"  {campaign['url']}",
-        f"  success_rate          {_rate(overall['success_rate'])}",
-        f"  attempt_success_rate  {_rate(overall['attempt_success_rate'])}",
-        f"  coverage              {overall['attempted']}/{overall['selected']} cells attempted",
-    ]
-    errors = {k: v for k, v in overall["errors"].items() if v}
-    if errors:
-        lines.append("  errors                " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
-    if campaign.get("error_types"):
-        lines.append("  error types           " + ", ".join(f"{k} {v}" for k, v in campaign["error_types"].items()))
-    if report["non_autonomous"]["attempted"]:
-        lines.append(f"  non-autonomous        {report['non_autonomous']['attempted']} attempt(s), counted apart")
-    for task, aggregate in report["per_task"].items():
-        lines.append(f"  {task:<22}{_rate(aggregate['success_rate'])}")
-    if campaign.get("time"):
-        lines += time_lines(campaign["time"])
-    sequential = campaign.get("sequential")
-    if sequential:
-        baseline = sequential["baseline"]
-        lines.append(f"  sequential test       {_sequential(sequential)}")
-        lines.append(f"  against               campaign {baseline}; {sequential['cells_not_run']} cell(s) not run")
-    return "\n".join(lines)
-
-
-def _sequential(state: dict) -> str:
-    interval = f"[{state['interval_low']:+.3f}, {state['interval_high']:+.3f}]"
-    if state["decided_at"]:
-        return f"{state['verdict_label']} after {state['decided_at']} pairs, difference in {interval}"
-    return f"not decided after {state['pairs']} pairs, difference in {interval}"
-
-
 def _plan(client: Client, args) -> dict:
     if args.against is not None:
-        return client.plan_against(args.against, args.policy, name=args.name, level=args.level, margin=args.margin)
+        plan = client.plan_against(args.against, args.policy, name=args.name, level=args.level, margin=args.margin)
+        return {**plan, "labels": _labels(args.label)}
     if not args.benchmark:
         raise UsageError("give --benchmark, or --against a baseline campaign whose plan to run")
     plan = {"benchmark": args.benchmark, "policy": args.policy, "seed": args.seed, "repeats": args.repeats}
@@ -131,7 +58,25 @@ def _plan(client: Client, args) -> dict:
             plan[name] = getattr(args, name)
     if args.feedback:
         plan["action_rejection_feedback"] = True
+    if args.label:
+        plan["labels"] = _labels(args.label)
     return plan
+
+
+def _labels(items: list[str]) -> dict[str, str]:
+    """--label run=abc --label baseline as {"run": "abc", "baseline": ""}; the site validates names and values."""
+    labels: dict[str, str] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name in labels:
+            raise UsageError(f"--label {name} is given more than once")
+        labels[name] = value
+    return labels
+
+
+def _filters(items: list[str]) -> dict[str, str | None]:
+    """--label run=abc --label baseline as filters: run is abc; baseline is there, with any value."""
+    return {name: value if has_value else None for name, has_value, value in (i.partition("=") for i in items)}
 
 
 def _wait(client: Client, campaign_ids: list[int], args) -> int:
@@ -162,6 +107,50 @@ def launch(client: Client, args) -> int:
     return _wait(client, [campaign["id"]], args)
 
 
+def cancel(client: Client, args) -> int:
+    done = client.cancel(args.campaign)
+    if args.json:
+        print(json.dumps(done, indent=1))
+        return 0
+    campaign = done["campaign"]
+    print(
+        f"campaign {campaign['id']} cancelled by {campaign['cancelled']['by']} at {campaign['cancelled']['at']}: "
+        f"{len(done['not_run'])} cell(s) left not run, {len(done['stopped'])} running cell(s) stopped"
+    )
+    for cell in done["still_running"]:
+        print(f"  attempt {cell['attempt']} runs on to its end: {cell['reason']}")
+    return 0
+
+
+def campaigns(client: Client, args) -> int:
+    found = client.campaigns(labels=_filters(args.label), benchmark=args.benchmark, policy=args.policy)
+    if args.json:
+        print(json.dumps(found, indent=1))
+        return 0
+    for campaign in found["campaigns"]:
+        print(f"{progress_line(campaign)}  [{label_text(campaign['labels'])}]")
+    if found["pages"] > 1:
+        print(f"page {found['page']} of {found['pages']} ({found['count']} campaigns)", file=sys.stderr)
+    return 0
+
+
+def curve(client: Client, args) -> int:
+    found = client.curve(_filters(args.label), args.x, args.protocol, args.level, args.margin)
+    if args.json:
+        print(json.dumps(found, indent=1))
+        return 0
+    print(f"{', '.join(found['labels'])} along {found['x']} under {found['protocol_id']}")
+    for point in found["points"]:
+        step = point["against_previous"]
+        verdict = "" if step is None else f"  vs before: {step['verdict_label'] or 'not compared'}"
+        where = f"{found['x']}={point['x_text']}"
+        print(f"  {where:<16} {rate_text(point['success_rate'])}  campaign {point['campaign']}{verdict}")
+    for left in found["left_out"]:
+        print(f"  not drawn: campaign {left['campaign']}: {left['reason']}")
+    print(f"  {found['url']}")
+    return 0
+
+
 def status(client: Client, args) -> int:
     campaign = client.campaign(args.campaign)
     print(json.dumps(campaign, indent=1) if args.json else progress_line(campaign) + "\n" + summary(campaign))
@@ -186,14 +175,14 @@ def leaderboard(client: Client, args) -> int:
         for entry in client.leaderboards():
             print(f"{entry['protocol_id']}  ({entry['benchmark']}, {entry['mode']}, {entry['policies']} policies)")
         return 0
-    board = client.leaderboard(args.protocol_id)
+    board = client.leaderboard(args.protocol_id, _filters(args.label))
     if args.json:
         print(json.dumps(board, indent=1))
         return 0
     print(f"{board['protocol_id']}: {board['method']}")
     for row in board["rows"]:
         rank = f"{row['rank']}{'=' if row['tied'] else ' '}"
-        print(f"{rank:>4} {row['policy']:<30} {_rate(row['success_rate'])}  campaign {row['campaign']}")
+        print(f"{rank:>4} {row['policy']:<30} {rate_text(row['success_rate'])}  campaign {row['campaign']}")
     return 0
 
 
@@ -205,7 +194,7 @@ def compare(client: Client, args) -> int:
         overall = found["overall"]
         print(f"campaign {found['b']} against baseline {found['a']}: {found['verdict_label'].upper()}")
         if found["sequential"]:
-            print(f"  sequential test  {_sequential(found['sequential'])}")
+            print(f"  sequential test  {sequential_text(found['sequential'])}")
         difference = "none" if overall["difference"] is None else f"{overall['difference']:+.3f}"
         interval = (
             ""
@@ -275,6 +264,13 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument(
         "--against", type=int, help="a finished campaign: run its cells and settings sequentially, stop once decided"
     )
+    go.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a label frozen with the plan (repeatable): run=abc, step=5000, commit=1a2b3c; a name alone is a tag",
+    )
     go.add_argument("--level", type=float, help="with --against: the test's level (default 0.05)")
     go.add_argument("--margin", type=float, help="with --against: the margin of no difference (default 0.05)")
     waiting(go)
@@ -290,6 +286,27 @@ def parser() -> argparse.ArgumentParser:
     waiting(hold)
     hold.set_defaults(run=lambda client, args: _wait(client, args.campaigns, args))
 
+    stop = commands.add_parser("cancel", help="leave a campaign's cells not yet started not run; stop running ones")
+    stop.add_argument("campaign", type=int)
+    stop.add_argument("--json", action="store_true")
+    stop.set_defaults(run=cancel)
+
+    listing = commands.add_parser("campaigns", help="campaigns, newest first, by label, benchmark or policy")
+    listing.add_argument("--label", action="append", default=[], metavar="NAME[=VALUE]", help="repeatable")
+    listing.add_argument("--benchmark", default="")
+    listing.add_argument("--policy", default="")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=campaigns)
+
+    drawn = commands.add_parser("curve", help="a learning curve: campaigns sharing labels, along another label")
+    drawn.add_argument("--label", action="append", required=True, metavar="NAME[=VALUE]", help="e.g. run=abc")
+    drawn.add_argument("--x", default="step", help="the label to draw along (default step)")
+    drawn.add_argument("--protocol", default="", help="the identity, when the labels find several")
+    drawn.add_argument("--level", type=float, help="of the paired verdicts (default 0.05)")
+    drawn.add_argument("--margin", type=float, help="of the paired verdicts (default 0.05)")
+    drawn.add_argument("--json", action="store_true")
+    drawn.set_defaults(run=curve)
+
     check = commands.add_parser("check-policy", help="one call of a policy on a synthetic observation")
     check.add_argument("--benchmark", required=True)
     check.add_argument("--policy", required=True)
@@ -301,6 +318,7 @@ def parser() -> argparse.ArgumentParser:
 
     board = commands.add_parser("leaderboard", help="the leaderboards, or one protocol identity's")
     board.add_argument("protocol_id", nargs="?")
+    board.add_argument("--label", action="append", default=[], metavar="NAME[=VALUE]", help="only campaigns with it")
     board.add_argument("--json", action="store_true")
     board.set_defaults(run=leaderboard)
 

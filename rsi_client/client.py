@@ -49,6 +49,11 @@ def timeout_setting(value: float | str | None) -> float:
     return seconds
 
 
+def label_query(labels: dict[str, str] | None) -> list[str]:
+    """{"run": "abc", "baseline": None} as the API's repeated label filters: run=abc, baseline (any value)."""
+    return [name if value is None else f"{name}={value}" for name, value in (labels or {}).items()]
+
+
 def _cut(connection: http.client.HTTPConnection) -> None:
     """At the deadline: whatever the request is doing with its socket ends at once."""
     with contextlib.suppress(OSError, AttributeError):
@@ -73,8 +78,8 @@ class Client:
     ) -> Any:
         """One API call, ended by its timeout, by `until` and by the client's deadline, whichever comes first."""
         url = self.base + path
-        if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
+        if query:  # a list is a repeated parameter (label=run=abc&label=step=5)
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "", [])}, doseq=True)
         headers = {"Accept": "application/json"}
         data = None
         if body is not None:
@@ -160,9 +165,29 @@ class Client:
     def cells(self, campaign_id: int, page: int = 1) -> dict:
         return self.request("GET", f"/campaigns/{int(campaign_id)}/cells", query={"page": page})
 
-    def campaigns(self, **filters) -> dict:
-        """Campaigns, newest first: benchmark, policy, protocol, page (a page of campaigns with its count)."""
-        return self.request("GET", "/campaigns", query=filters)
+    def campaigns(self, labels: dict[str, str] | None = None, **filters) -> dict:
+        """Campaigns, newest first: benchmark, policy, protocol, page (a page of campaigns with its count), and
+        `labels` every one of them holds ({"run": "abc"}; a value None: any value)."""
+        return self.request("GET", "/campaigns", query={**filters, "label": label_query(labels)})
+
+    def cancel(self, campaign_id: int) -> dict:
+        """Leave its cells not yet started not run (who and when recorded) and stop its running ones; returns which,
+        and the campaign."""
+        return self.request("POST", f"/campaigns/{int(campaign_id)}/cancel")
+
+    def curve(
+        self,
+        labels: dict[str, str],
+        x: str = "step",
+        protocol: str = "",
+        level: float | None = None,
+        margin: float | None = None,
+    ) -> dict:
+        """The learning curve of the finished campaigns holding `labels` ({"run": "abc"}), along label `x`: per
+        point the success rate with its Wilson interval, per task and overall, and the paired verdict against the
+        point before. `protocol`: needed when the labels find campaigns under several identities."""
+        query = {"label": label_query(labels), "x": x, "protocol": protocol, "level": level, "margin": margin}
+        return self.request("GET", "/curve", query=query)
 
     def wait(
         self,
@@ -246,8 +271,10 @@ class Client:
     def leaderboards(self) -> list:
         return self.request("GET", "/leaderboards")
 
-    def leaderboard(self, protocol_id: str) -> dict:
-        return self.request("GET", "/leaderboards/" + urllib.parse.quote(protocol_id, safe="/"))
+    def leaderboard(self, protocol_id: str, labels: dict[str, str] | None = None) -> dict:
+        """One identity's board; with `labels`, ranking only the campaigns that hold each."""
+        path = "/leaderboards/" + urllib.parse.quote(protocol_id, safe="/")
+        return self.request("GET", path, query={"label": label_query(labels)})
 
     def check_policy(self, policy: str, benchmark: str, task: str = "", sensors: str = "", replan_interval=None):
         """One call of the policy on a synthetic observation of the benchmark's contract; nothing is stored."""

@@ -165,7 +165,7 @@ def test_a_file_of_more_rates_than_the_bound_is_refused_at_once_and_a_full_one_i
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from evaluator.web.forms import MAX_RATE_ROWS
+    from evaluator.web.sim_to_real_forms import MAX_RATE_ROWS
 
     header = "policy,task,rate,trials,source\n"
     many = header + "noop,widowx_stack_cube,0.1,,l\n" * 32_000  # under the 1 MB cap

@@ -35,6 +35,7 @@ from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, LaunchRefused, ProtocolError
 from evaluator.protocol.full_matrix import MATRIX_FILE, asset_paths, load_matrix
 from evaluator.protocol.identity import ProtocolConfig
+from evaluator.protocol.labels import check_labels
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.protocol.seeds import check_cell_count, check_seeds
 from evaluator.protocol.sequential import SequentialRule, run_order
@@ -164,6 +165,7 @@ def do_launch_campaign(
     config: ProtocolConfig,
     mode: str = Campaign.Mode.FAST,
     user=None,
+    labels: dict[str, str] | None = None,
     against: Campaign | None = None,
     level: float = DEFAULT_LEVEL,
     margin: float = DEFAULT_MARGIN,
@@ -174,6 +176,7 @@ def do_launch_campaign(
     is frozen with the plan."""
     if isinstance(policy, str):
         policy = policy_for(policy)
+    labels = check_labels(labels or {})
     tasks = check_launch(benchmark, task_names, seeds, policy, config, against)
     sequential = {}
     if against is not None:
@@ -196,6 +199,7 @@ def do_launch_campaign(
         mode=mode,
         provenance=catalog.provenance,
         sequential=sequential,
+        labels=labels,
         created_by=user,
     )
     budgets = {task.pk: resolve_budget(config, task.native_horizon).as_dict() for task in tasks}
@@ -250,12 +254,20 @@ def full_plan(cells) -> dict:
 
 @transaction.atomic
 def do_launch_full_campaign(
-    *, name: str, protocol: str, policy: Policy | str, config: ProtocolConfig, families: Sequence[str] = (), user=None
+    *,
+    name: str,
+    protocol: str,
+    policy: Policy | str,
+    config: ProtocolConfig,
+    families: Sequence[str] = (),
+    user=None,
+    labels: dict[str, str] | None = None,
 ) -> Campaign:
     """Freeze a full campaign: the native matrix (or some of its families) as predeclared cells, one
     pending attempt per cell in matrix order, each holding its cell. Never topped up afterwards."""
     if isinstance(policy, str):
         policy = policy_for(policy)
+    labels = check_labels(labels or {})
     matrix, cells = check_full_launch(protocol, families, policy, config)
     task_names = list(dict.fromkeys(cell.task for cell in cells))
     identity, _ = ProtocolIdentity.objects.get_or_create(
@@ -282,6 +294,7 @@ def do_launch_full_campaign(
                 "cells": len(cells),
             },
         },
+        labels=labels,
         created_by=user,
     )
     tasks = {
@@ -340,6 +353,8 @@ def check_rerun(user, attempt: Attempt) -> None:
     check_can(user, "start_attempt")
     if not attempt.is_finished:
         raise LaunchRefused(f"attempt {attempt.pk} is {attempt.status}: only a finished attempt can be re-run")
+    if attempt.campaign.cancelled_at is not None:
+        raise LaunchRefused(f"campaign {attempt.campaign_id} was cancelled: its cells run no more")
     check_ready(attempt.campaign.benchmark.name)
 
 

@@ -17,6 +17,11 @@ MAX_NOTE_CHARS = 2000
 
 def check_intervene(user, attempt: Attempt, kind: str, note: str = "") -> None:
     check_can(user, "intervene_attempt")
+    check_reachable(attempt, kind, note)
+
+
+def check_reachable(attempt: Attempt, kind: str, note: str = "") -> None:
+    """The intervention is one, and the attempt runs under this executor with its controls still open."""
     if kind not in INTERVENTIONS:
         raise InterventionRefused(f"unknown intervention {kind[:40]!r}; one of {', '.join(INTERVENTIONS)}")
     if len(note) > MAX_NOTE_CHARS:
@@ -35,6 +40,13 @@ def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list 
     transaction: an intervention that cannot reach the attempt's runner is not recorded."""
     attempt = Attempt.objects.get(pk=attempt_id)
     check_intervene(user, attempt, kind, note)
+    return do_record_intervention(user, attempt, kind, note, action)
+
+
+def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", action: list | None = None) -> dict:
+    """What do_intervene does once it has checked: also a cancel's stop of its campaign's running cells, whose
+    operator holds start_attempt rather than intervene_attempt (execution/cancelling.py)."""
+    attempt_id = attempt.pk
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
     with transaction.atomic():
         if kind != "action":

@@ -69,3 +69,24 @@ def checked_usage(reported: Mapping, names: Mapping[str, str], what: str = "the 
             raise PolicyFailure(ErrorType.MALFORMED_OUTPUT, f"{what}: {key} is {str(value)[:40]}, not {kind}")
         fields[field] = value
     return Usage(**fields)
+
+
+MAX_VERSION_CHARS = 100
+
+
+def reported_version(reply: Any) -> str | None:
+    """The `policy_version` a reply may carry (a server that hot-reloads its weights says which it answered with):
+    text or a whole number, one printable line of at most MAX_VERSION_CHARS; None when it says nothing. Anything
+    else is malformed output, never dropped silently."""
+    value = reply.get("policy_version") if isinstance(reply, Mapping) else None
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value or len(value) > MAX_VERSION_CHARS or not value.isprintable():
+        raise PolicyFailure(
+            ErrorType.MALFORMED_OUTPUT,
+            f"the reply's policy_version is {str(value)[:40]!r}: give text or a whole number, one line of 1 to "
+            f"{MAX_VERSION_CHARS} characters",
+        )
+    return value

@@ -1,18 +1,21 @@
 """Leaderboards: per protocol identity, every policy's newest finished campaign under exactly that identity,
 ranked by its success rate (evaluator/protocol/leaderboard.py). Identities are never pooled; a full matrix has
 an identity of its own, so its board is apart from fast runs'. A campaign is finished when none of its planned
-cells is pending, queued or running; re-runs are not planned cells and do not count. Non-autonomous attempts
-are left out of every rate and counted on their row."""
+cells is pending, queued or running and it was not cancelled; re-runs are not planned cells and do not count.
+Non-autonomous attempts are left out of every rate and counted on their row."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Max, Q
 
 from evaluator.protocol.aggregates import Rate
+from evaluator.protocol.labels import LabelFilter
 from evaluator.protocol.leaderboard import Standing, standings
+from evaluator.records.campaign_filters import with_labels
 from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_summaries
 
@@ -48,19 +51,21 @@ class BoardEntry:
     policies: int
 
 
-def finished_campaigns():
-    """Campaigns with planned cells, none of them pending, queued or running, newest first."""
+def finished_campaigns(labels: Iterable[LabelFilter] = ()):
+    """Campaigns with planned cells, none of them pending, queued or running, newest first; with `labels`, only those
+    that hold each. A cancelled campaign never ranks: the cells it left would be missing from its rates."""
     original = Q(attempts__rerun_of__isnull=True)
-    return (
+    campaigns = (
         Campaign.objects.annotate(
             planned=Count("attempts", filter=original),
             open=Count("attempts", filter=original & Q(attempts__status__in=OPEN)),
             last_finish=Max("attempts__finished_at", filter=original),
         )
-        .filter(planned__gt=0, open=0)
+        .filter(planned__gt=0, open=0, cancelled_at__isnull=True)
         .select_related("policy", "protocol", "benchmark")
         .order_by("-created_at", "-pk")
     )
+    return with_labels(campaigns, labels)
 
 
 def board_entries() -> list[BoardEntry]:
@@ -78,10 +83,11 @@ def board_entries() -> list[BoardEntry]:
     ]
 
 
-def board(protocol_id: str) -> Board | None:
-    """The board of one identity; None when no campaign under it has finished."""
+def board(protocol_id: str, labels: Iterable[LabelFilter] = ()) -> Board | None:
+    """The board of one identity (of its campaigns that hold every label filter); None when no such campaign under it
+    has finished."""
     newest: dict[int, Campaign] = {}
-    for campaign in finished_campaigns().filter(protocol__protocol_id=protocol_id):
+    for campaign in finished_campaigns(labels).filter(protocol__protocol_id=protocol_id):
         newest.setdefault(campaign.policy_id, campaign)
     if not newest:
         return None

@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Max, Sum
+from django.db.models.fields.json import KeyTransform
 
 from evaluator.protocol import sim_to_real
 from evaluator.protocol.aggregates import CellResult, Report, aggregate
@@ -78,6 +79,16 @@ def finished_key(state: dict) -> str:
     return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()[:16]
 
 
+def policy_versions(campaign: Campaign) -> list[str]:
+    """The versions its policy server reported (a `policy_version` in its replies), in the order first seen over
+    its attempts as they started; more than one: the weights behind its URL changed while it ran."""
+    seen: dict[str, None] = {}
+    rows = campaign.attempts.filter(started_at__isnull=False).order_by("started_at", "pk")
+    for versions in rows.values_list(KeyTransform("policy_versions", "accounting"), flat=True):
+        seen.update(dict.fromkeys(versions or ()))
+    return list(seen)
+
+
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
     """One query over five columns of the original cells, however many there are (no model objects)."""
     return campaign_summaries([campaign.pk])[campaign.pk]
@@ -111,6 +122,7 @@ class FullCampaignView:
     finished: int
     pending: int
     running: int
+    open: int  # pending, queued or running: what a cancel would leave not run or stop
     eta_s: float | None  # at the pace so far: mean duration of finished cells, over the cells running now
 
 
@@ -151,6 +163,7 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
         finished=status[Attempt.Status.FINISHED],
         pending=status[Attempt.Status.PENDING],
         running=status[Attempt.Status.RUNNING],
+        open=sum(status[s] for s in (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)),
         eta_s=eta,
     )
 

@@ -23,6 +23,7 @@ from environment.workers.wire import jsonable
 from evaluator.native.client import NativeObservation, NativeStep, WorkerFailure
 from evaluator.native.png import png_ahead
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, SentRequest, Usage
+from evaluator.policies.replies import reported_version
 from evaluator.protocol.actions import ActionContract, validate_response
 from evaluator.protocol.budgets import Budget
 from evaluator.protocol.identity import DECISIONS, ProtocolConfig
@@ -125,6 +126,7 @@ class _Episode:
         self.native_ended = False
         self.latencies: list[float] = []
         self.usages: list[Usage] = []
+        self.versions: list[str] = []  # what the policy server said it runs, in the order first seen
         self.frame_png: Future | None = None  # the current observation's PNG, encoding since it arrived
 
     @property
@@ -226,6 +228,7 @@ class _Episode:
             feedback_track = self.spec.config.action_rejection_feedback
             try:
                 reply, failure = self.policy.act(message), None
+                version = reported_version(reply.response)
             except PolicyFailure as caught:
                 reply, failure = None, caught
             self.latencies.append((time.perf_counter() - started) * 1000)
@@ -250,6 +253,8 @@ class _Episode:
                 self.reject(failure.public)
                 continue
             self.usages.append(reply.usage)
+            if version is not None and version not in self.versions:
+                self.versions.append(version)
             raw = reply.response
             common = dict(
                 response=recorded_response(raw), latency_ms=self.latencies[-1], usage=asdict(reply.usage), **record
@@ -363,7 +368,11 @@ class _Episode:
             action_decisions=self.decisions,
             rejected_calls=self.rejected,
             error_detail=self.error_detail,
-            accounting={**account(self.usages, self.latencies), "human_decisions": self.human_decisions},
+            accounting={
+                **account(self.usages, self.latencies),
+                "human_decisions": self.human_decisions,
+                "policy_versions": self.versions,
+            },
         )
 
 

@@ -3,7 +3,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from evaluator.web.views import account, attempts, campaigns, compare, leaderboards, live, review, sim_to_real
+from evaluator.web.views import account, attempts, campaigns, compare, curves, leaderboards, live, review, sim_to_real
 
 app_name = "evaluator"
 
@@ -18,9 +18,11 @@ urlpatterns = [
     path("policy-check/", campaigns.policy_check, name="policy_check"),
     path("campaigns/new/", campaigns.launch, name="launch"),
     path("campaigns/compare/", compare.compare, name="compare"),
+    path("campaigns/curve/", curves.curve, name="curve"),
     path("campaigns/compare/pair/", compare.compare_pair, name="compare_pair"),
     path("campaigns/<int:campaign_id>/", campaigns.campaign, name="campaign"),
     path("campaigns/<int:campaign_id>/start/", campaigns.start_campaign, name="start_campaign"),
+    path("campaigns/<int:campaign_id>/cancel/", campaigns.cancel_campaign, name="cancel_campaign"),
     path("campaigns/<int:campaign_id>/verify/", campaigns.verify_campaign, name="verify_campaign"),
     path("campaigns/<int:campaign_id>/lerobot.zip", campaigns.lerobot_download, name="lerobot_download"),
     path("campaigns/<int:campaign_id>/lerobot/prepare/", campaigns.prepare_lerobot, name="prepare_lerobot"),

@@ -172,6 +172,7 @@ class Campaign(models.Model):
         "mode",
         "provenance",
         "sequential",
+        "labels",
     )
 
     name = models.CharField(max_length=200)
@@ -191,8 +192,17 @@ class Campaign(models.Model):
         help_text="Launched against a baseline: its id, the level, margin and method of the sequential test, and the "
         "predeclared random order of the cells (evaluator/protocol/sequential.py). Empty: a fixed campaign.",
     )
+    labels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Set at launch and frozen: the training run, the step, the commit, free tags (protocol/labels.py).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     created_at = models.DateTimeField(auto_now_add=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True, help_text="When its cells not yet run were cancelled.")
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="cancelled_campaigns"
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -4,14 +4,17 @@ exactly what the page refuses, every reason at once."""
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from ninja import Router, Status
+from ninja import Query, Router, Status
 
+from evaluator.execution.cancelling import do_cancel_campaign
 from evaluator.execution.launching import do_prepare_export, do_start_attempts
 from evaluator.exports.archives import archive_of
+from evaluator.protocol.labels import InvalidLabel, LabelFilter, parse_filters
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
+from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary
+from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary, policy_versions
 from evaluator.records.roles import check_can
 from evaluator.records.sequential import cells_not_run, sequential_state_of
 from evaluator.records.throughput import campaign_time
@@ -21,6 +24,7 @@ from evaluator.web.api.schemas import (
     ArchiveOut,
     CampaignListOut,
     CampaignOut,
+    CancelOut,
     CellPageOut,
     ComparisonOut,
     CreateIn,
@@ -62,7 +66,7 @@ def launch_form(plan: LaunchIn) -> LaunchForm:
         "margin": "" if plan.margin is None else str(plan.margin),
         **{name: "" if getattr(plan, name) is None else str(getattr(plan, name)) for name in optional},
     }
-    form = LaunchForm(data)
+    form = LaunchForm(data, labels=plan.labels)
     if not form.is_valid():
         reasons = [
             message if field == "__all__" else f"{FIELD_NAMES.get(field, field)}: {message}"
@@ -90,6 +94,9 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "seeds": campaign.seeds,
         "created_at": campaign.created_at,
         "created_by": campaign.created_by.username if campaign.created_by else None,
+        "labels": campaign.labels,
+        "cancelled": cancelled_out(campaign),
+        "policy_versions": policy_versions(campaign),
         "cells": summary.total,
         "statuses": statuses,
         "finished": statuses[Attempt.Status.FINISHED],
@@ -105,6 +112,20 @@ def campaign_out(request, campaign: Campaign) -> dict:
     }
 
 
+def label_filters(texts: list[str]) -> list[LabelFilter]:
+    """?label=run=abc&label=baseline as filters; one that is not, a 400 naming each."""
+    try:
+        return parse_filters(texts)
+    except InvalidLabel as exc:
+        raise ApiError(400, "invalid_label", *exc.reasons) from None
+
+
+def cancelled_out(campaign: Campaign) -> dict | None:
+    if campaign.cancelled_at is None:
+        return None
+    return {"by": campaign.cancelled_by.username if campaign.cancelled_by else None, "at": campaign.cancelled_at}
+
+
 def sequential_out(campaign: Campaign, state) -> dict:
     return {**state.as_dict(), "baseline": campaign.sequential["baseline"], "cells_not_run": cells_not_run(campaign)}
 
@@ -117,12 +138,13 @@ def plan_of(campaign: Campaign) -> dict:
         plan.update(full=config["full_protocol"], families=campaign.provenance["full_matrix"]["families"])
     else:
         plan.update(tasks=campaign.task_names, seeds=campaign.seeds)
-    return {**plan, **{name: config[name] for name in PROTOCOL_SETTINGS}}
+    return {**plan, **{name: config[name] for name in PROTOCOL_SETTINGS}, "labels": campaign.labels}
 
 
 def _campaign(campaign_id: int) -> Campaign:
     return get_object_or_404(
-        Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by"), pk=campaign_id
+        Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by", "cancelled_by"),
+        pk=campaign_id,
     )
 
 
@@ -162,18 +184,23 @@ def create_campaign(request, plan: CreateIn):
 
 
 @operation(router, "GET", "/campaigns", permission="view_campaign", response=CampaignListOut)
-def list_campaigns(request, benchmark: str = "", policy: str = "", protocol: str = "", page: int = 1):
-    """Campaigns, newest first, filtered as the campaigns page filters them."""
-    queryset = Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by").order_by(
-        "-created_at", "-pk"
+def list_campaigns(
+    request,
+    benchmark: str = "",
+    policy: str = "",
+    protocol: str = "",
+    label: list[str] = Query([], description="run=abc: that label's value; a name alone: carries it (repeatable)"),
+    page: int = 1,
+):
+    """Campaigns, newest first, filtered as the campaigns page filters them; every label filter must hold."""
+    queryset = Campaign.objects.select_related("benchmark", "policy", "protocol", "created_by", "cancelled_by")
+    queryset = filter_campaigns(
+        queryset.order_by("-created_at", "-pk"),
+        benchmark=benchmark,
+        policy=policy,
+        protocol=protocol,
+        labels=label_filters(label),
     )
-    for value, lookup in (
-        (benchmark, "benchmark__name"),
-        (policy, "policy__name"),
-        (protocol, "protocol__protocol_id"),
-    ):
-        if value:
-            queryset = queryset.filter(**{lookup: value})
     found, count, pages = page_of(queryset, page)
     return {"count": count, "page": page, "pages": pages, "campaigns": [campaign_out(request, c) for c in found]}
 
@@ -189,6 +216,13 @@ def start_campaign(request, campaign_id: int):
     """Queue the campaign's pending cells (its pending re-runs too), once each."""
     campaign = _campaign(campaign_id)
     return {"queued": do_start_attempts(request.auth, list(campaign.attempts.filter(status="pending")))}
+
+
+@operation(router, "POST", "/campaigns/{campaign_id}/cancel", permission="start_attempt", response=CancelOut)
+def cancel_campaign(request, campaign_id: int):
+    """Leave the cells not yet started not run, with who and when; stop the running ones as a watcher stops one."""
+    cancelled = do_cancel_campaign(request.auth, _campaign(campaign_id))
+    return {**cancelled.as_dict(), "campaign": campaign_out(request, _campaign(campaign_id))}
 
 
 @operation(router, "GET", "/campaigns/{campaign_id}/cells", permission="view_campaign", response=CellPageOut)

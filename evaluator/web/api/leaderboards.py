@@ -1,9 +1,10 @@
 """Leaderboards through the API: the identities that have one, and one identity's board."""
 
 from django.http import Http404
-from ninja import Router
+from ninja import Query, Router
 
 from evaluator.records.leaderboards import Board, board, board_entries
+from evaluator.web.api.campaigns import label_filters
 from evaluator.web.api.common import link, operation
 from evaluator.web.api.schemas import LeaderboardIndexOut, LeaderboardOut
 
@@ -31,12 +32,22 @@ def list_leaderboards(request):
 
 
 @operation(router, "GET", "/leaderboards/{path:protocol_id}", permission="view_campaign", response=LeaderboardOut)
-def get_leaderboard(request, protocol_id: str):
-    """One identity's board: each policy's newest finished campaign under exactly that identity, ranked."""
-    found = board(protocol_id)
+def get_leaderboard(
+    request,
+    protocol_id: str,
+    label: list[str] = Query([], description="only campaigns with this label (run=abc, or a name alone), repeatable"),
+):
+    """One identity's board: each policy's newest finished campaign under exactly that identity, ranked; with labels,
+    among the campaigns that hold each."""
+    filters = label_filters(label)
+    found = board(protocol_id, filters)
     if found is None:
-        raise Http404(f"no finished campaign under {protocol_id[:200]!r}")
+        raise Http404(f"no finished campaign under {protocol_id[:200]!r}{labelled(filters)}")
     return board_out(request, found)
+
+
+def labelled(filters) -> str:
+    return f" labelled {', '.join(map(str, filters))}" if filters else ""
 
 
 def board_out(request, found: Board) -> dict:

@@ -86,6 +86,11 @@ class LaunchIn(Schema):
     )
     level: float | None = Field(None, description="with `against`: the sequential test's level (default 0.05)")
     margin: float | None = Field(None, description="with `against`: the margin of no difference (default 0.05)")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description='frozen with the plan, e.g. {"run": "abc", "step": "5000"}; a tag is a name with the value ""',
+        max_length=20,
+    )
 
 
 class CreateIn(LaunchIn):
@@ -155,6 +160,11 @@ class TimeOut(Schema):
     )
 
 
+class CancelledOut(Schema):
+    by: str | None
+    at: datetime
+
+
 class CampaignOut(Schema):
     id: int
     name: str
@@ -167,6 +177,11 @@ class CampaignOut(Schema):
     seeds: list[int]
     created_at: datetime
     created_by: str | None
+    labels: dict[str, str] = Field(description="set at launch: the training run, the step, the commit, tags")
+    cancelled: CancelledOut | None = Field(description="who cancelled its cells not yet run, and when")
+    policy_versions: list[str] = Field(
+        description="the versions the policy server reported, in the order first seen; more than one: it changed"
+    )
     cells: int
     statuses: dict[str, int] = Field(description="the planned cells by status: pending, queued, running, finished")
     finished: int
@@ -187,6 +202,13 @@ class CampaignListOut(Schema):
     page: int
     pages: int
     campaigns: list[CampaignOut]
+
+
+class CancelOut(Schema):
+    not_run: list[int] = Field(description="cells left not run: never started, never counted")
+    stopped: list[int] = Field(description="running cells stopped as a watcher stops one (non-autonomous)")
+    still_running: list[dict] = Field(description="running cells this server cannot reach, with why: they finish")
+    campaign: CampaignOut
 
 
 class StartOut(Schema):

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from evaluator.records.models import ApiToken
 from evaluator.records.tokens import TokenRefused, do_create_token, do_revoke_token
-from evaluator.web.forms import TokenForm
+from evaluator.web.account_forms import TokenForm
 
 
 @login_required

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import socket
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
+from evaluator.execution.cancelling import cancel_summary, do_cancel_campaign
 from evaluator.execution.launching import (
     do_prepare_export,
     do_start_attempts,
@@ -28,14 +30,17 @@ from evaluator.live.hub import hub
 from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
+from evaluator.protocol.labels import InvalidLabel, parse_filters
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.readiness.verdicts import readiness
+from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
 from evaluator.records.queries import (
     campaign_cells,
     campaign_summary,
     finished_state,
     full_campaign_view,
+    policy_versions,
 )
 from evaluator.records.sequential import sequential_state_of
 from evaluator.records.throughput import campaign_time
@@ -69,6 +74,13 @@ AUTONOMOUS = Q(attempts__rerun_of__isnull=True, attempts__status="finished", att
 def campaigns(request: HttpRequest) -> HttpResponse:
     require(request, "view_campaign")
     filters = {k: request.GET.get(k, "") for k in ("benchmark", "policy", "protocol")}
+    labels = [text for text in request.GET.getlist("label") if text]  # the form's blank box adds none
+    try:
+        label_filters = parse_filters(labels)
+    except InvalidLabel as exc:
+        label_filters, label_errors = None, exc.reasons
+    else:
+        label_errors = []
     queryset = (
         Campaign.objects.select_related("benchmark", "policy", "protocol")
         .order_by("-created_at", "-pk")
@@ -80,12 +92,10 @@ def campaigns(request: HttpRequest) -> HttpResponse:
             completed=Count("attempts", filter=AUTONOMOUS & Q(attempts__outcome__in=("success", "task_failure"))),
         )
     )
-    if filters["benchmark"]:
-        queryset = queryset.filter(benchmark__name=filters["benchmark"])
-    if filters["policy"]:
-        queryset = queryset.filter(policy__name=filters["policy"])
-    if filters["protocol"]:
-        queryset = queryset.filter(protocol__protocol_id=filters["protocol"])
+    if label_filters is None:  # a filter that is not one finds nothing, and says why
+        queryset = queryset.none()
+    else:
+        queryset = filter_campaigns(queryset, **filters, labels=label_filters)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     for campaign in page:
         campaign.success_rate = Rate(campaign.successes, campaign.completed)
@@ -95,10 +105,14 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         {
             "page": page,
             "filters": filters,
+            "labels": labels,
+            "label_errors": label_errors,
+            "query": urlencode([*((k, v) for k, v in filters.items() if v), *(("label", text) for text in labels)]),
             "benchmarks": Benchmark.objects.values_list("name", flat=True),
             "policies": Policy.objects.values_list("name", flat=True),
             "can_launch": request.user.has_perm("evaluator.launch_campaign"),
         },
+        status=400 if label_errors else 200,
     )
 
 
@@ -191,6 +205,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
         cells, page = campaign_cells(campaign, statuses=("queued", "running")), None
         report, total, finished = full.task_report, full.total, full.finished
         pending, active = full.pending + pending_reruns, full.running > 0
+        open_cells = full.open
     else:  # the aggregates count every cell; the grid draws one page of them
         summary = campaign_summary(campaign)
         page = _cell_page(request, summary.total)
@@ -198,6 +213,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
         report, total, finished = summary.report, summary.total, summary.statuses["finished"]
         pending = summary.statuses["pending"] + pending_reruns
         active = bool(summary.statuses["queued"] or summary.statuses["running"])
+        open_cells = sum(summary.statuses[status] for status in ("pending", "queued", "running"))
     finished_set = finished_state(campaign)  # names the set of finished attempts: the archive and time split follow it
     with_video = set(
         Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
@@ -218,6 +234,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "total": total,
             "finished": finished,
             "pending_count": pending,
+            "open_cells": open_cells + sum(1 for r in reruns if r.status in ("pending", "queued", "running")),
             "reruns": reruns,
             "report": report,
             "per_task": list(report.per_task.items()),
@@ -234,6 +251,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
             "web_host": socket.gethostname(),
             "time": campaign_time(campaign, finished_set),
+            "policy_versions": policy_versions(campaign),
         },
     )
 
@@ -312,6 +330,19 @@ def prepare_lerobot(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def start_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     return _start(request, list(campaign.attempts.filter(status="pending")), campaign_id)
+
+
+@login_required
+@require_POST
+def cancel_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    try:
+        cancelled = do_cancel_campaign(request.user, campaign)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, cancel_summary(cancelled))
+    return redirect("evaluator:campaign", campaign_id)
 
 
 @login_required

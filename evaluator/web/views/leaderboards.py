@@ -4,6 +4,7 @@ finished campaign under exactly it; sortable, exportable as CSV or JSON (the API
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
@@ -13,9 +14,10 @@ from django.shortcuts import render
 from django.utils.text import slugify
 
 from evaluator.exports.spreadsheets import csv_text
+from evaluator.protocol.labels import InvalidLabel, parse_filters
 from evaluator.records.leaderboards import Board, BoardRow, board, board_entries
 from evaluator.web.access import require
-from evaluator.web.api.leaderboards import METHOD, board_out
+from evaluator.web.api.leaderboards import METHOD, board_out, labelled
 
 # ?sort= of a board: rank (the default), policy, success, finished, or task:<name>; - in front for descending.
 FIXED_SORTS = {
@@ -35,9 +37,14 @@ def leaderboards(request: HttpRequest) -> HttpResponse:
 @login_required
 def leaderboard(request: HttpRequest, protocol_id: str) -> HttpResponse:
     require(request, "view_campaign")
-    found = board(protocol_id)
+    labels = [text for text in request.GET.getlist("label") if text]
+    try:
+        filters = parse_filters(labels)
+    except InvalidLabel as exc:
+        raise BadRequest("; ".join(exc.reasons)) from None
+    found = board(protocol_id, filters)
     if found is None:
-        raise Http404(f"no finished campaign under {protocol_id[:200]!r}")
+        raise Http404(f"no finished campaign under {protocol_id[:200]!r}{labelled(filters)}")
     fmt = request.GET.get("format", "")
     if fmt == "json":
         body = json.dumps(board_out(request, found), cls=DjangoJSONEncoder, indent=1)
@@ -51,7 +58,15 @@ def leaderboard(request: HttpRequest, protocol_id: str) -> HttpResponse:
     return render(
         request,
         "evaluator/leaderboard.html",
-        {"board": found, "rows": rows, "sort": sort, "method": METHOD, "differs": _plans_differ(found)},
+        {
+            "board": found,
+            "rows": rows,
+            "sort": sort,
+            "method": METHOD,
+            "differs": _plans_differ(found),
+            "labels": labels,
+            "label_query": urlencode([("label", text) for text in labels]),
+        },
     )
 
 

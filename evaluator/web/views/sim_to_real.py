@@ -18,7 +18,7 @@ from evaluator.records.queries import (
     sim_to_real_report,
 )
 from evaluator.web.access import require
-from evaluator.web.forms import RealRateForm, RealRatesUploadForm, SimToRealSelectionForm
+from evaluator.web.sim_to_real_forms import RealRateForm, RealRatesUploadForm, SimToRealSelectionForm
 
 # The scatter plots: a square of PLOT px for rates 0..1, offset to leave room for the ticks' labels.
 PLOT, LEFT, TOP = 240, 44, 12
