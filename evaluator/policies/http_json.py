@@ -1,15 +1,23 @@
-"""Policies behind a plain HTTP endpoint: one POST per act, a JSON or a msgpack body (docs/policies.md)."""
+"""Policies behind a plain HTTP endpoint: one POST per act, a JSON or a msgpack body, and one more at the end of an
+episode that made calls, for a stateful server to free the episode's state (docs/policies.md)."""
 
 from __future__ import annotations
 
+import json
+import logging
 import urllib.parse
+
+import msgpack
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
-from evaluator.policies.payload import HTTP_BODIES, json_request, msgpack_request
+from evaluator.policies.payload import HTTP_BODIES, HTTP_PROTOCOL, json_request, msgpack_request
 from evaluator.policies.replies import checked_usage, decode_json, excerpt
 from evaluator.protocol.scoring import ErrorType
 
+log = logging.getLogger(__name__)
+
+END_SIGNAL_S = 5.0  # the most an episode's end waits on the server's answer to its end signal
 USAGE_KEYS = {name: name for name in ("provider_requests", "input_tokens", "output_tokens", "cost_usd")}
 
 
@@ -32,11 +40,13 @@ class HttpJsonPolicy(Policy):
             raise ValueError(f"unknown request body {body!r}; one of {', '.join(HTTP_BODIES)}")
         self.body, self.media_type = body, f"application/{body}"
         self.url, self.parsed, self.timeout_s = url, parsed, timeout_s
+        self.target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")  # the server's own query
         self.connection = KeptConnection(parsed, "policy")
         self.start = None
+        self.calls = 0
 
     def start_episode(self, start: EpisodeStart) -> None:
-        self.start = start
+        self.start, self.calls = start, 0
         check_reachable(self.parsed, self.timeout_s, "policy server")
 
     def act(self, message: MailboxMessage) -> PolicyReply:
@@ -46,7 +56,8 @@ class HttpJsonPolicy(Policy):
         else:
             body = msgpack_request(message, self.start)  # buffers: the frame's pixels are sent from its memory
         self.record_sent(body, self.media_type)
-        status, data = self.connection.post(self.parsed.path or "/", body, self.media_type, deadline)
+        self.calls += 1
+        status, data = self.connection.post(self.target, body, self.media_type, deadline)
         if status >= 400:
             raise PolicyFailure(
                 ErrorType.POLICY_SERVER_ERROR,
@@ -57,4 +68,24 @@ class HttpJsonPolicy(Policy):
         return PolicyReply(reply, reported_usage(reply))
 
     def end_episode(self) -> None:
-        self.connection.close()
+        """After an episode that called the server: one POST of {"protocol", "token", "end_of_episode": true} in the
+        episode's body format, for a stateful server to free the token's state. Sent once and never retried; the
+        episode's result is decided already, so a server that does not answer it is logged, nothing more."""
+        try:
+            if self.calls and self.start is not None:
+                self._signal_end(self.start.token)
+        finally:
+            self.connection.close()
+
+    def _signal_end(self, token: str) -> None:
+        document = {"protocol": HTTP_PROTOCOL, "token": token, "end_of_episode": True}
+        body = json.dumps(document).encode() if self.body == "json" else msgpack.packb(document)
+        try:
+            status, _ = self.connection.post(
+                self.target, body, self.media_type, CallDeadline(min(self.timeout_s, END_SIGNAL_S))
+            )
+        except PolicyFailure as exc:
+            log.warning("the end-of-episode signal to %s was not answered: %s", self.url, exc.detail)
+        else:
+            if status >= 400:
+                log.warning("the end-of-episode signal to %s was answered HTTP %s", self.url, status)

@@ -7,8 +7,11 @@
     lerobot:PATH                               a LeRobot checkpoint folder (save_pretrained), in .venv-lerobot
     openai+http://HOST:PORT/v1?model=NAME      a model method over an OpenAI-compatible endpoint
 
-Query parameters declare settings: timeout_s, body, device, profile, image_key, prompt_key, model, max_tokens,
-temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output, resize (lerobot: 0 or 1).
+RSI's settings follow a `#` (never sent to any server): timeout_s, body, device, profile, image_key, prompt_key,
+model, max_tokens, temperature, composition (comma-separated stages), usd_per_1k_input, usd_per_1k_output, resize
+(lerobot: 0 or 1), e.g. `http://gpu7:8000/act?ckpt=3#body=msgpack&timeout_s=5`. The query string of an HTTP or
+openpi URL is then the server's own, sent as written. Specs written before the `#` form keep working: without a `#`,
+a query parameter named as a setting is that setting, and (HTTP and openpi) any other stays in the server's URL.
 The same spec and settings give the same policy identity.
 """
 
@@ -127,18 +130,9 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
         transport, rest = "http", spec
     else:
         raise InvalidPolicySpec(f"unknown policy spec {spec!r}: see `manage.py evaluate --help`")
-    target, _, query = rest.partition("?")
+    target, settings = _split_settings(transport, rest)
     if transport in NETWORK_TRANSPORTS:
         check_policy_url(target)
-    settings = {}
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
-        if key not in SETTING_TYPES:
-            raise InvalidPolicySpec(f"unknown policy setting {key!r}; known: {', '.join(SETTING_TYPES)}")
-        try:
-            settings[key] = SETTING_TYPES[key](value)
-        except ValueError as exc:
-            reason = str(exc) if str(exc).startswith("must") else "is not a number"
-            raise InvalidPolicySpec(f"policy setting {key}={value[:50]!r} {reason}") from None
     if transport == "openai" and "model" not in settings:
         raise InvalidPolicySpec("an openai+ spec needs ?model=NAME")
     if transport == "torchscript":
@@ -157,6 +151,48 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
 
 
 NETWORK_TRANSPORTS = ("http", "openpi", "openai")
+SERVER_QUERY_TRANSPORTS = ("http", "openpi")  # their URL's own query string reaches the server
+
+
+def _split_settings(transport: str, rest: str) -> tuple[str, dict]:
+    """(the target as the transport calls it, RSI's settings) of a spec without its transport prefix. After a `#`,
+    settings only; before it, the query string is the server's (HTTP, openpi). Without a `#` (specs written
+    before it), a query parameter named as a setting is RSI's and any other the server's (HTTP, openpi) or refused."""
+    rest, fragment_given, fragment = rest.partition("#")
+    target, _, query = rest.partition("?")
+    server_query = []
+    if fragment_given:
+        settings = _settings(fragment.split("&") if fragment else [])
+        if query and transport not in SERVER_QUERY_TRANSPORTS:
+            raise InvalidPolicySpec(f"a {transport} policy takes no query string: its settings follow '#'")
+        server_query = query.split("&") if query else []
+    else:
+        ours = []
+        for item in query.split("&") if query else []:
+            name = urllib.parse.unquote_plus(item.partition("=")[0])
+            mine = name in SETTING_TYPES or transport not in SERVER_QUERY_TRANSPORTS
+            (ours if mine else server_query).append(item)
+        settings = _settings(ours)
+    return target + ("?" + "&".join(server_query) if server_query else ""), settings
+
+
+def _settings(items: list[str]) -> dict:
+    settings = {}
+    for item in items:
+        pairs = urllib.parse.parse_qsl(item, keep_blank_values=True)
+        if len(pairs) != 1 or "=" not in item:
+            raise InvalidPolicySpec(f"policy setting {item[:50]!r} is not NAME=VALUE")
+        key, value = pairs[0]
+        if key not in SETTING_TYPES:
+            raise InvalidPolicySpec(f"unknown policy setting {key!r}; known: {', '.join(SETTING_TYPES)}")
+        if key in settings:
+            raise InvalidPolicySpec(f"policy setting {key} is given twice")
+        try:
+            settings[key] = SETTING_TYPES[key](value)
+        except ValueError as exc:
+            reason = str(exc) if str(exc).startswith("must") else "is not a number"
+            raise InvalidPolicySpec(f"policy setting {key}={value[:50]!r} {reason}") from None
+    return settings
 
 
 def check_policy_url(url: str) -> None:
@@ -188,7 +224,7 @@ def check_model_path(spec: str, model_root: Path) -> None:
     prefix = next((p for p in LOCAL_MODELS if spec.startswith(p)), None)
     if prefix is None:
         return
-    target = Path(spec.removeprefix(prefix).partition("?")[0])
+    target = Path(re.split(r"[?#]", spec.removeprefix(prefix), maxsplit=1)[0])
     if not target.resolve().is_relative_to(model_root.resolve()):
         raise InvalidPolicySpec(
             f"{LOCAL_MODELS[prefix]} launched from the web must lie under {model_root} (RSI_MODEL_ROOT)"
@@ -204,7 +240,7 @@ def check_model_path(spec: str, model_root: Path) -> None:
 def under_model_root(spec: str, model_root: Path) -> str:
     """A local model's path relative to the model root, made absolute under it (absolute paths stay as given)."""
     prefix = next((p for p in LOCAL_MODELS if spec.startswith(p)), None)
-    if prefix is None or Path(spec.removeprefix(prefix).partition("?")[0]).is_absolute():
+    if prefix is None or Path(re.split(r"[?#]", spec.removeprefix(prefix), maxsplit=1)[0]).is_absolute():
         return spec
     return prefix + str(Path(model_root).resolve() / spec.removeprefix(prefix))
 

@@ -146,6 +146,8 @@ class HttpPolicyServer(_HttpServer):
     def __init__(self, behaviour):
         super().__init__(behaviour)
         self.bodies: list[bytes] = []  # each request's body alone, without the HTTP framing
+        self.ended: list = []  # the end-of-episode signals received, decoded, in order
+        self.paths: list[str] = []  # each call's request target, its query string included
         recorder = self
 
         class Handler(_NoDelayHandler):
@@ -163,6 +165,12 @@ class HttpPolicyServer(_HttpServer):
                         decoded = json.loads(body)
                 except ValueError:
                     decoded = None
+                if isinstance(decoded, dict) and decoded.get("end_of_episode") is True:  # not a call: no reply
+                    recorder.bodies.pop()
+                    recorder.ended.append(decoded)
+                    self.send_body(204, b"", "application/json")
+                    return
+                recorder.paths.append(self.path)
                 _, reply = recorder.record(raw, decoded)
                 if isinstance(reply, Close):
                     self.close_connection = True
