@@ -40,13 +40,25 @@ sapien-env: $(SAPIEN_VENV)/.installed
 
 openpi-env: .venv-openpi/.installed
 
-# The lerobot package, to load the LeRobot exports back, in its own venv (it pins its own torch).
-.venv-lerobot/.installed: tests/servers/requirements-lerobot.txt
+# LeRobot, in its own venvs (it pins its own torch): 0.4 on Python 3.11, and the current release, which needs Python
+# 3.12 (pyenv's on these machines). Each lists the config fields it knows: a checkpoint runs on the release it was
+# saved with (evaluator/policies/lerobot_releases.py). The 0.4 venv also loads the LeRobot exports back.
+PYTHON312 ?= env PYENV_VERSION=3.12.1 python3.12
+LEROBOT_FIELDS := evaluator/policies/lerobot_fields.py
+
+.venv-lerobot/.installed: tests/servers/requirements-lerobot.txt $(LEROBOT_FIELDS)
 	$(PYTHON) -m venv .venv-lerobot
 	.venv-lerobot/bin/python -m pip install --quiet -r tests/servers/requirements-lerobot.txt
+	.venv-lerobot/bin/python $(LEROBOT_FIELDS) > .venv-lerobot/rsi-lerobot-fields.json
 	touch $@
 
-lerobot-env: .venv-lerobot/.installed
+.venv-lerobot-0.6/.installed: tests/servers/requirements-lerobot-0.6.txt $(LEROBOT_FIELDS)
+	$(PYTHON312) -m venv .venv-lerobot-0.6
+	.venv-lerobot-0.6/bin/python -m pip install --quiet -r tests/servers/requirements-lerobot-0.6.txt
+	.venv-lerobot-0.6/bin/python $(LEROBOT_FIELDS) > .venv-lerobot-0.6/rsi-lerobot-fields.json
+	touch $@
+
+lerobot-env: .venv-lerobot/.installed .venv-lerobot-0.6/.installed
 
 # The Vulkan layer that lets SAPIEN create its device on lavapipe (environment/RENDERING.md).
 vulkan-layer:

@@ -103,6 +103,19 @@ class Client:
             raise ApiError(status, f"http_{status}", [raw[:300].decode(errors="replace")]) from None
         raise ApiError(status, code, [str(reason) for reason in reasons])
 
+    def download(self, url: str) -> bytes:
+        """A file the API links to (an attempt's video, a dataset), whole: only from this client's own site, so the
+        token is never sent elsewhere; at most MAX_REPLY_BYTES."""
+        site, asked = urllib.parse.urlsplit(self.base), urllib.parse.urlsplit(url)
+        if (asked.scheme, asked.netloc) != (site.scheme, site.netloc):
+            raise ApiError(0, "bad_reply", [f"{url[:100]} is not on {site.scheme}://{site.netloc}: not downloaded"])
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        deadline = min(d for d in (time.monotonic() + self.timeout_s, self.deadline) if d is not None)
+        status, raw = self._exchange("GET", url, None, headers, deadline)
+        if not 200 <= status < 300:
+            raise ApiError(status, f"http_{status}", [f"{url[:100]}: {raw[:200].decode(errors='replace')}"])
+        return raw
+
     def _exchange(self, method: str, url: str, data: bytes | None, headers: dict, deadline: float) -> tuple[int, bytes]:
         parts = urllib.parse.urlsplit(url)
         started = time.monotonic()

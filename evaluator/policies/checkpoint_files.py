@@ -5,7 +5,8 @@ LeRobot's own registered processor steps, by registry name, never an importable 
 A LeRobot 0.4 processor file is {"name", "steps": [{"registry_name" | "class", "config", "state_file"}]}: LeRobot
 imports a step's "class" by its dotted path (lerobot/processor/pipeline.py, read, not copied), so a folder that
 names one could run any code. The registry names below are LeRobot 0.4.4's (the version .venv-lerobot pins);
-tests/test_checkpoint_safety.py checks them against that LeRobot's own registry.
+tests/test_checkpoint_safety.py checks them against that LeRobot's own registry. A checkpoint of another release is
+checked against that release's own list (lerobot_releases.py).
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def read_json_file(path: Path) -> object:
         raise CheckpointRefused(f"{path} is not JSON ({exc})"[:300]) from None
 
 
-def step_problems(name: str, index: int, step: object) -> list[str]:
-    """Why one step of a processor file may not be loaded (empty when it may)."""
+def step_problems(name: str, index: int, step: object, registered: frozenset[str]) -> list[str]:
+    """Why one step of a processor file may not be loaded by a LeRobot that registers `registered` (empty: it may)."""
     where = f"{name} step {index}"
     if not isinstance(step, dict):
         return [f"{where} is not an object"]
@@ -129,10 +130,10 @@ def step_problems(name: str, index: int, step: object) -> list[str]:
     if "class" in step:
         problems.append(f"{where} names the class {str(step['class'])[:100]!r}: only LeRobot's registered steps load")
     registry_name = step.get("registry_name")
-    if registry_name not in LEROBOT_PROCESSOR_STEPS and "class" not in step:
+    if registry_name not in registered and "class" not in step:
         problems.append(
             f"{where}: {str(registry_name)[:100]!r} is not a registered LeRobot processor step "
-            f"({', '.join(sorted(LEROBOT_PROCESSOR_STEPS))})"
+            f"({', '.join(sorted(registered))})"
         )
     unknown = sorted(set(step) - STEP_KEYS - {"class"})
     if unknown:
@@ -147,9 +148,9 @@ def step_problems(name: str, index: int, step: object) -> list[str]:
     return problems
 
 
-def processor_problems(folder: Path) -> list[str]:
-    """Why the folder's processor files may not be loaded: missing (a checkpoint saved before LeRobot 0.4), or one
-    line a step."""
+def processor_problems(folder: Path, registered: frozenset[str] = LEROBOT_PROCESSOR_STEPS) -> list[str]:
+    """Why the folder's processor files may not be loaded by a LeRobot that registers the steps `registered` (by
+    default 0.4.4's): missing (a checkpoint saved before LeRobot 0.4), or one line a step."""
     missing = [name for name in PROCESSOR_FILES if not (Path(folder) / name).exists()]
     if missing:
         return [
@@ -169,7 +170,7 @@ def processor_problems(folder: Path) -> list[str]:
             problems.append(f"{name} has no list of steps")
             continue
         for index, step in enumerate(steps):
-            problems += step_problems(name, index, step)
+            problems += step_problems(name, index, step, registered)
     return problems
 
 

@@ -1,7 +1,7 @@
-"""LeRobot checkpoints as policies: `lerobot:PATH`, a folder written by `save_pretrained` (LeRobot 0.4: config,
-weights, and the pre- and post-processor pipelines). The checkpoint runs in a model host in LeRobot's
-interpreter (model_server.py with lerobot_host.py), loaded once per machine and shared by every episode that runs it
-(model_hosts.py); its load time is recorded apart from call latency.
+"""LeRobot checkpoints as policies: `lerobot:PATH`, a folder written by `save_pretrained` (LeRobot 0.4 and later:
+config, weights, and the pre- and post-processor pipelines). The checkpoint runs in a model host in the interpreter of
+the LeRobot release it was saved with (lerobot_releases.py; model_server.py with lerobot_host.py), loaded once per
+machine and shared by every episode that runs it (model_hosts.py); its load time is recorded apart from call latency.
 
 The observation profile maps RSI's observation onto the checkpoint's declared input features: the frame to its one
 `observation.images.<camera>` (CHW, float in [0, 1]; resized only with `?resize=1`, and recorded), the sensor
@@ -13,25 +13,29 @@ mapped is refused at launch, each feature named with why.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from environment.workers.checksums import folder_sha256
 from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
-from evaluator.policies.checkpoint_files import CheckpointRefused, processor_problems, read_json_file
+from evaluator.policies.checkpoint_files import (
+    LEROBOT_PROCESSOR_STEPS,
+    CheckpointRefused,
+    processor_problems,
+    read_json_file,
+)
 from evaluator.policies.hosted import HostedPolicy
+from evaluator.policies.lerobot_releases import Release, installed_releases, release_for
 from evaluator.policies.model_hosts import HostPlan
 from evaluator.protocol.catalogs import TaskSpec
 from evaluator.protocol.errors import LaunchRefused
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.registry import action_contract, benchmark_protocol
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def lerobot_python() -> str:
-    """LeRobot's own interpreter (lerobot pins its torch): RSI_LEROBOT_PYTHON, else the repository's .venv-lerobot."""
-    return os.environ.get("RSI_LEROBOT_PYTHON") or str(ROOT / ".venv-lerobot" / "bin" / "python")
+    """The oldest installed LeRobot's interpreter (lerobot pins its torch): RSI_LEROBOT_PYTHON, else .venv-lerobot's
+    (0.4); a checkpoint runs on the release it was saved with (lerobot_releases.py)."""
+    return installed_releases()[0].python
 
 
 def checkpoint_config(folder: Path) -> dict:
@@ -111,7 +115,8 @@ class LeRobotPolicy(HostedPolicy):
     ):
         super().__init__(timeout_s)
         self.path, self.config, self.device, self.resize = Path(path), config, device, resize
-        self.python = python or lerobot_python()
+        self.python = python  # None: the release the checkpoint was saved with (lerobot_releases.py)
+        self.release: Release | None = None
         self.folder_sha256 = folder_sha256  # the files the policy identity was made from
         # Served by `manage.py serve-policy`, a checkpoint has no benchmark: the caller sends its state.
         self.state_array = benchmark_protocol(config.benchmark).state_arrays.get(config.sensors) if config else None
@@ -120,20 +125,31 @@ class LeRobotPolicy(HostedPolicy):
     def check_tasks(self, tasks: list[TaskSpec]) -> None:
         """At launch, with the plan's tasks, before anything loads: the processor files name only LeRobot's registered
         steps, and every feature maps on every task; or LaunchRefused naming each problem."""
-        refused = processor_problems(self.path)
-        if refused:
-            raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in refused])
         checkpoint = checkpoint_config(self.path)
+        try:
+            steps, refused = self.chosen_release(checkpoint).steps, []
+        except CheckpointRefused as exc:
+            steps, refused = LEROBOT_PROCESSOR_STEPS, [exc]
+        refused += [CheckpointRefused(f"{self.path.name}: {p}") for p in processor_problems(self.path, steps)]
+        if refused:
+            raise LaunchRefused(refused)
         problems = list(
             dict.fromkeys(p for task in tasks for p in feature_problems(checkpoint, self.config, task, self.resize))
         )
         if problems:
             raise LaunchRefused([CheckpointRefused(f"{self.path.name}: {p}") for p in problems])
 
+    def chosen_release(self, checkpoint: dict) -> Release:
+        """The interpreter named for this policy, else the installed release the checkpoint was saved with."""
+        if self.release is None:
+            self.release = Release("", self.python, {}) if self.python else release_for(checkpoint, self.path.name)
+        return self.release
+
     def plan(self) -> HostPlan:
         """What the host loads, and the observation profile the calls follow (kept for them and the provenance)."""
         try:
             checkpoint = checkpoint_config(self.path)
+            release = self.chosen_release(checkpoint)
         except CheckpointRefused as exc:  # the folder changed after launch: a setup error, not the policy's
             raise PolicySetupFailure(str(exc)) from None
         inputs = _features(checkpoint, "input_features")
@@ -149,7 +165,7 @@ class LeRobotPolicy(HostedPolicy):
         }
         # Importing torch and lerobot and loading the weights is not a call: it has its own, longer limit.
         what = f"the LeRobot checkpoint {self.path}"
-        return HostPlan("lerobot", self.python, self.mapping, max(self.timeout_s, 300.0), what)
+        return HostPlan("lerobot", release.python, self.mapping, max(self.timeout_s, 300.0), what)
 
     def check_loaded(self, loaded: dict) -> None:
         if self.folder_sha256 is not None and loaded.get("folder_sha256") != self.folder_sha256:
@@ -180,6 +196,7 @@ class LeRobotPolicy(HostedPolicy):
             **super().describe(),
             "folder_sha256": self.loaded.get("folder_sha256"),
             "lerobot": self.loaded.get("lerobot"),
+            "lerobot_release": self.release.version or None if self.release else None,
             "policy_type": self.loaded.get("type"),
             "n_action_steps": self.loaded.get("n_action_steps"),
             "load_s": self.loaded.get("load_s"),
