@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env lerobot-env vulkan-layer test-whole-matrix
+.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer test-whole-matrix
 
 # Serving needs only requirements.txt; the tests add pytest, Playwright, ruff and the torch extra.
 $(VENV)/.installed-run: requirements.txt
@@ -60,6 +60,14 @@ LEROBOT_FIELDS := evaluator/policies/lerobot_fields.py
 
 lerobot-env: .venv-lerobot/.installed .venv-lerobot-0.6/.installed
 
+# A training environment's trackers (MLflow, W&B), which the client logs campaigns into (rsi_client/tracking.py).
+.venv-tracking/.installed: tests/servers/requirements-tracking.txt
+	$(PYTHON) -m venv .venv-tracking
+	.venv-tracking/bin/python -m pip install --quiet -r tests/servers/requirements-tracking.txt
+	touch $@
+
+tracking-env: .venv-tracking/.installed
+
 # The Vulkan layer that lets SAPIEN create its device on lavapipe (environment/RENDERING.md).
 vulkan-layer:
 	$(MAKE) --no-print-directory -C environment/vulkan
@@ -84,7 +92,7 @@ lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: system-test venv-test sapien-env openpi-env lerobot-env vulkan-layer lint
+test: system-test venv-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer lint
 	mkdir -p test-artifacts
 	$(PY) -m pytest
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -156,11 +157,12 @@ def _log_wandb(campaign: dict, run, step, client, videos: int, prefix: str) -> N
     _check_one_identity(dict(run.config), shared)
     run.config.update({**shared, **own})
     logged: dict[str, Any] = dict(campaign_metrics(campaign, prefix))
-    where = f"{prefix}/campaign-{campaign['id']}"
-    saved = Path(run.dir) / where
+    saved = Path(run.dir) / f"{prefix}/campaign-{campaign['id']}"
     saved.mkdir(parents=True, exist_ok=True)
-    report, found = _files(campaign, client, videos, saved)
-    run.save(str(report), base_path=run.dir, policy="now")
-    for path in found:
-        logged[f"{prefix}/video/{path.stem}"] = wandb.Video(str(path), format="mp4")
-    run.log(logged, step=step)
+    with tempfile.TemporaryDirectory() as folder:
+        report, found = _files(campaign, client, videos, Path(folder))
+        shutil.copy(report, saved / report.name)
+        run.save(str(saved / report.name), base_path=run.dir, policy="now")
+        for path in found:  # W&B copies each into the run's media as it logs it
+            logged[f"{prefix}/video/{path.stem}"] = wandb.Video(str(path), format="mp4")
+        run.log(logged, step=step)
