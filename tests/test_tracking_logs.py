@@ -8,6 +8,7 @@ MLflow's own client (params, metrics per task, artifacts). W&B: offline run file
 The logging runs as a training script would, in a training environment's venv (.venv-tracking: mlflow, wandb and the
 client, no Django), against a real daphne."""
 
+import ast
 import hashlib
 import json
 import os
@@ -265,3 +266,36 @@ def test_the_client_itself_needs_neither_tracker(rsi):
     assert ran.stdout == "log_campaign takes the mlflow module or a wandb run, not object\n"
     project = (ROOT / "rsi_client" / "pyproject.toml").read_text()
     assert "dependencies = []" in project and 'mlflow = ["mlflow>=2.9"]' in project
+
+
+MLFLOW_RUNS = """
+import json, os
+from mlflow.tracking import MlflowClient
+
+client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+(run,) = client.search_runs([client.get_experiment_by_name("fetch-training").experiment_id])
+steps = [m.step for m in client.get_metric_history(run.info.run_id, "rsi/success_rate_high")]
+print(json.dumps({"steps": steps, "params": run.data.params}))
+"""
+
+
+def test_the_readme_training_loop_works_as_written_and_docs_api_shows_the_same(campaigns, tmp_path):
+    # Issue 44, done when: "README and docs/api.md show a training loop that evaluates every N steps, gates on the
+    # paired verdict, and logs to MLflow, working as written".
+    base, token, _, _ = campaigns
+    section = (ROOT / "README.md").read_text().split("### A training loop")[1].split("\n## ")[0]
+    program = section.split("```python\n")[1].split("```")[0]
+    assert f"```python\n{program}```" in (ROOT / "docs" / "api.md").read_text()
+    with mlflow_server(tmp_path) as uri:
+        printed = training_script(tmp_path, program, base, token, MLFLOW_TRACKING_URI=uri).splitlines()
+        logged = json.loads(training_script(tmp_path, MLFLOW_RUNS, base, token, MLFLOW_TRACKING_URI=uri))
+    verdicts = [line for line in printed if line.startswith("step ")]
+    assert [line.split(":")[0] for line in verdicts] == ["step 2000", "step 3000"]
+    assert all(line.split(": ")[1].split()[0] in ("improved", "no_difference", "underpowered") for line in verdicts)
+    curve = next(line for line in printed if line.startswith("curve: "))
+    assert [x for x, _ in ast.literal_eval(curve.removeprefix("curve: "))] == ["1000", "2000", "3000"]
+    assert logged["steps"] == [1000, 2000, 3000]
+    assert (
+        sorted(k for k in logged["params"] if k.endswith("/label/step"))
+        and logged["params"]["rsi/benchmark"] == "fetch"
+    )
