@@ -142,3 +142,12 @@ def test_several_episodes_call_one_server_at_once_with_their_own_tokens(tmp_path
     # The two episodes' calls interleave: one's call came while the other's were still coming.
     assert behaviour.order.index(second) < len(behaviour.order) - 1 - behaviour.order[::-1].index(first)
     assert sorted(s["token"] for s in server.ended) == sorted((first, second))
+
+
+def test_an_openpi_url_keeps_its_query_string_and_its_replies_may_say_their_version(run_spec, servers):
+    from tests.servers.policies import OpenPiServer
+
+    server = servers(OpenPiServer(lambda request, call: {"actions": [[0.0] * 4] * 5, "policy_version": "ckpt-7"}))
+    attempt = run_spec(f"openpi+{server.uri}/?ckpt=7#timeout_s=5", **FAST)
+    assert attempt.error_type == "" and server.paths == ["/?ckpt=7"]
+    assert attempt.accounting["policy_versions"] == ["ckpt-7"]

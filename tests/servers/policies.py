@@ -201,9 +201,11 @@ class OpenPiServer(_Recorder):
     def __init__(self, behaviour):
         super().__init__(behaviour)
         self.connections = 0
+        self.paths: list[str] = []  # each connection's request target, its query string included
 
         def handler(websocket):
             self.connections += 1
+            self.paths.append(websocket.request.path)
             websocket.send(pack(self.METADATA))
             for message in websocket:
                 _, reply = self.record(message, unpack(message))
@@ -217,7 +219,8 @@ class OpenPiServer(_Recorder):
                 elif isinstance(reply, Body):
                     websocket.send(reply.data)
                 else:
-                    websocket.send(pack({k: np.asarray(v) for k, v in reply.items()}))
+                    # Lists travel as arrays, as openpi's servers send them; text and numbers as themselves.
+                    websocket.send(pack({k: np.asarray(v) if isinstance(v, list) else v for k, v in reply.items()}))
 
         self.server = serve(handler, "127.0.0.1", 0, compression=None, max_size=None)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
