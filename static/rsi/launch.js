@@ -79,6 +79,33 @@
     policy.addEventListener("input", match);
     match();
   }
+  // The baseline picker: choosing a finished campaign fills its benchmark, cells and protocol, as the plan must be.
+  const against = document.getElementById("id_against");
+  const plans = new Map(JSON.parse(document.getElementById("baseline-plans").textContent).map((b) => [String(b.id), b]));
+  function fillFrom(initial) {
+    benchmark.value = initial.benchmark;
+    follow();
+    if (all) { all.checked = false; allTasks(); }
+    const chosen = new Set(initial.tasks || []);
+    const group = taskGroups.find((g) => !g.hidden);
+    if (group) group.querySelectorAll("input").forEach((box) => { box.checked = chosen.has(box.value); });
+    for (const [name, value] of Object.entries(initial)) {
+      if (name === "benchmark" || name === "tasks") continue;
+      const input = document.getElementById(`id_${name}`);
+      if (!input) continue;
+      if (input.type === "checkbox") input.checked = !!value;
+      else input.value = value;
+    }
+    placeholders();
+  }
+  if (against) {
+    const filled = document.getElementById("baseline-filled");
+    against.addEventListener("input", () => {
+      const baseline = plans.get(against.value.trim());
+      if (baseline) fillFrom(baseline.initial);
+      if (filled) filled.hidden = !baseline;
+    });
+  }
   benchmark.addEventListener("change", follow);
   benchmark.addEventListener("change", fastSeed);
   if (budgetMode) budgetMode.addEventListener("change", placeholders);

@@ -32,7 +32,7 @@ from evaluator.web.api.schemas import (
     PreviewOut,
     StartOut,
 )
-from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm
+from evaluator.web.forms import LaunchForm, plan_of
 from evaluator.web.views import campaigns as views
 
 router = Router(tags=["campaigns"])
@@ -128,17 +128,6 @@ def cancelled_out(campaign: Campaign) -> dict | None:
 
 def sequential_out(campaign: Campaign, state) -> dict:
     return {**state.as_dict(), "baseline": campaign.sequential["baseline"], "cells_not_run": cells_not_run(campaign)}
-
-
-def plan_of(campaign: Campaign) -> dict:
-    """A campaign's frozen plan in the launch plan's fields: the same cells under the same identity."""
-    config = campaign.protocol_config
-    plan = {"benchmark": campaign.benchmark.name, "policy": campaign.policy.name, "name": campaign.name}
-    if campaign.mode == Campaign.Mode.FULL:
-        plan.update(full=config["full_protocol"], families=campaign.provenance["full_matrix"]["families"])
-    else:
-        plan.update(tasks=campaign.task_names, seeds=campaign.seeds)
-    return {**plan, **{name: config[name] for name in PROTOCOL_SETTINGS}, "labels": campaign.labels}
 
 
 def _campaign(campaign_id: int) -> Campaign:

@@ -45,8 +45,16 @@ from evaluator.records.queries import (
 from evaluator.records.sequential import sequential_state_of
 from evaluator.records.throughput import campaign_time
 from evaluator.web.access import require
-from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds, launch_defaults, launch_sections
-from evaluator.web.views.common import PAGE_SIZE, sequence_chart
+from evaluator.web.forms import (
+    PROTOCOL_SETTINGS,
+    LaunchForm,
+    baselines,
+    fast_mode_seeds,
+    initial_from,
+    launch_defaults,
+    launch_sections,
+)
+from evaluator.web.views.common import PAGE_SIZE, id_param, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
 
@@ -119,7 +127,15 @@ def campaigns(request: HttpRequest) -> HttpResponse:
 @login_required
 def launch(request: HttpRequest) -> HttpResponse:
     require(request, "launch_campaign")
-    form = LaunchForm(request.POST or None, initial={"seed": 0, "policy": "noop"})
+    initial: dict = {"seed": 0, "policy": "noop"}
+    source = id_param(request, "from")  # "Run another policy on these cells": its plan, the policy left to choose
+    from_campaign = None
+    if source is not None and request.method == "GET":
+        from_campaign = get_object_or_404(Campaign.objects.select_related("policy", "benchmark"), pk=source)
+        initial = {**initial_from(from_campaign), "policy": ""}
+        if id_param(request, "against") == source:
+            initial["against"] = source
+    form = LaunchForm(request.POST or None, initial=initial)
     preview = None
     # The form runs every check Create runs (check_launch), so the preview refuses what Create refuses.
     if request.method == "POST" and form.is_valid():
@@ -135,7 +151,8 @@ def launch(request: HttpRequest) -> HttpResponse:
                 return redirect("evaluator:campaign", campaign.pk)
         if form.is_valid():
             preview = form.preview()
-    return render(request, "evaluator/launch.html", _launch_context(form, preview=preview))
+    context = _launch_context(form, preview=preview, from_campaign=from_campaign)
+    return render(request, "evaluator/launch.html", context)
 
 
 @login_required
@@ -180,6 +197,8 @@ def _launch_context(form: LaunchForm, **extra) -> dict:
         "preview": None,
         "readiness": [readiness(name, wait=False) for name in names],
         "fast_seeds": fast_mode_seeds(),
+        "baselines": (found := baselines()),
+        "baseline_ids": {entry["id"] for entry in found},
         "problems": problems,
         **extra,
     }
@@ -240,6 +259,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "per_task": list(report.per_task.items()),
             "active": active or any(r.status in ("queued", "running") for r in reruns),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "can_launch": request.user.has_perm("evaluator.launch_campaign"),
             "can_watch": request.user.has_perm("evaluator.watch_attempt"),  # no link to a page that is a 403
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,

@@ -24,9 +24,15 @@ def compare(request: HttpRequest) -> HttpResponse:
     require(request, "view_campaign")
     a_id, b_id = id_param(request, "a"), id_param(request, "b")
     level, margin = number_param(request, "level", DEFAULT_LEVEL), number_param(request, "margin", DEFAULT_MARGIN)
-    choices = Campaign.objects.select_related("policy", "benchmark").order_by("-created_at", "-pk")[:COMPARE_CHOICES]
-    context = {"choices": choices, "a_id": a_id, "b_id": b_id, "level": level, "margin": margin}
+    choices = Campaign.objects.select_related("policy", "benchmark").order_by("-created_at", "-pk")
+    context = {"choices": choices[:COMPARE_CHOICES], "a_id": a_id, "b_id": b_id, "level": level, "margin": margin}
+    context["b_choices"] = context["choices"]
     if a_id is None or b_id is None:
+        # From a campaign's page: A is chosen, and B is offered among the campaigns of A's identity alone.
+        chosen = Campaign.objects.filter(pk=a_id).select_related("protocol").first() if a_id else None
+        if chosen is not None:
+            same = choices.filter(protocol=chosen.protocol).exclude(pk=chosen.pk)[:COMPARE_CHOICES]
+            context.update(a_chosen=chosen, b_choices=same)
         return render(request, "evaluator/compare.html", context)
     campaigns = Campaign.objects.select_related("policy", "protocol", "benchmark")
     a, b = get_object_or_404(campaigns, pk=a_id), get_object_or_404(campaigns, pk=b_id)
