@@ -22,9 +22,11 @@ from evaluator.live.hub import hub
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.scoring import Outcome
 from evaluator.records.models import Artifact, Attempt, Replay
+from evaluator.records.review_order import campaign_order, neighbours
 from evaluator.running.sent_bodies import SPLIT, SentBodyAltered, rebuilt
 from evaluator.running.verification import verify_attempt
 from evaluator.web.access import require, viewable_attempt
+from evaluator.web.views.attempts import search_attempts
 from evaluator.web.views.common import PLAYBACK_SPEEDS, action_groups, attempt_contract
 
 THUMBNAIL_CACHE = "cache/thumbnails"  # under MEDIA_ROOT, by evidence folder (finished evidence never changes)
@@ -73,6 +75,9 @@ def replay_file(request: HttpRequest, replay_id: int, name: str) -> HttpResponse
 @login_required
 def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
     attempt = viewable_attempt(request, attempt_id)
+    # From the attempts table (?in=attempts&its filter): its rows, in its order; else the campaign's, in plan order.
+    from_table = request.GET.get("in") == "attempts"
+    ordered = search_attempts(request)[1] if from_table else campaign_order(attempt)
     artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image", "message_sent"))}
     return render(
         request,
@@ -89,6 +94,9 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "replays": _replays(attempt),
             # The record's rejected_calls counts the policy's; a human's rejected actions are said apart.
             "human_rejected": attempt.decisions.filter(actor="human", kind="rejected").count(),
+            "around": neighbours(ordered, attempt.pk),
+            "scope": "the attempts table's rows" if from_table else "its campaign",
+            "scope_query": f"?{request.GET.urlencode()}" if from_table else "",
         },
     )
 
