@@ -24,15 +24,22 @@ from evaluator.records.models import (
 
 
 def campaign_cells(
-    campaign: Campaign, statuses: tuple[str, ...] = (), window: tuple[int, int] | None = None, full_cell: bool = False
+    campaign: Campaign,
+    statuses: tuple[str, ...] = (),
+    window: tuple[int, int] | None = None,
+    full_cell: bool = False,
+    outcomes: tuple[str, ...] = (),
 ) -> list[Attempt]:
-    """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`;
-    only the [start, stop) slice of that order with `window`; a full matrix's cell loaded with `full_cell`)."""
+    """The campaign's original attempts, one per planned cell, in plan order (only those in `statuses`, or that ended
+    with one of `outcomes`; only the [start, stop) slice of that order with `window`; a full matrix's cell loaded
+    with `full_cell`)."""
     # Without the large JSON of each cell (provenance, a full matrix's cell): pages do not show them.
     cells = campaign.attempts.filter(rerun_of__isnull=True).select_related("task")
     cells = cells.defer("provenance") if full_cell else cells.defer("provenance", "full_cell")
     if statuses:
         cells = cells.filter(status__in=statuses)
+    if outcomes:
+        cells = cells.filter(outcome__in=outcomes)
     cells = cells.order_by("cell_index")
     return list(cells[window[0] : window[1]] if window else cells)
 

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from evaluator.exports.spreadsheets import csv_text
-from evaluator.records.models import Attempt, Benchmark, Campaign
+from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign
 from evaluator.records.queries import (
     campaign_cells,
     campaign_report,
@@ -84,6 +84,18 @@ def search_attempts(request: HttpRequest):
 
 
 COLUMN_TITLES = {"id": "#", "calls": "policy calls", "error": "error type"}
+
+
+def chosen_columns(request: HttpRequest) -> set[str]:
+    """The table's columns a reader chose (?column=task&column=outcome ...; a part of the address, so the choice
+    sticks with the filters); every column when none is chosen; the attempt's number always."""
+    chosen = set(request.GET.getlist("column"))
+    unknown = chosen - set(SORTS) - {"picture"}
+    if unknown:
+        raise BadRequest(
+            f"column must be among {', '.join((*SORTS, 'picture'))}; got {', '.join(sorted(unknown))[:80]}"
+        )
+    return (chosen | {"id"}) if chosen else {*SORTS, "picture"}
 
 
 def _without(request: HttpRequest, *keys: str) -> str:
@@ -184,16 +196,25 @@ def attempts(request: HttpRequest) -> HttpResponse:
     if fmt:
         raise BadRequest(f"format must be {' or '.join(EXPORT_FORMATS)}")
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = chosen_columns(request)
+    with_video = set(
+        Artifact.objects.filter(attempt__in=[a.pk for a in page], kind="video").values_list("attempt_id", flat=True)
+    )
+    for attempt in page:
+        attempt.has_video = attempt.pk in with_video
     return render(
         request,
         "evaluator/attempts.html",
         {
             "page": page,
             "params": params,
+            "campaign_id": id_param(request, "campaign"),
             "query": _without(request, "page", "format"),
             "unsorted": _without(request, "sort", "page", "format"),
             "sort": sort,
-            "columns": [(key, COLUMN_TITLES.get(key, key), key in NUMERIC_COLUMNS) for key in SORTS],
+            "columns": [(key, COLUMN_TITLES.get(key, key), key in NUMERIC_COLUMNS) for key in SORTS if key in shown],
+            "all_columns": [(key, COLUMN_TITLES.get(key, key), key in shown) for key in (*SORTS, "picture")],
+            "picture": "picture" in shown,
             "benchmarks": Benchmark.objects.values_list("name", flat=True),
             "outcomes": [(c[0], c[0].replace("_", " ")) for c in Attempt._meta.get_field("outcome").choices],
             "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],

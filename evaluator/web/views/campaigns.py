@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -32,6 +33,7 @@ from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.labels import InvalidLabel, parse_filters
 from evaluator.protocol.registry import PROTOCOLS
+from evaluator.protocol.scoring import Outcome
 from evaluator.readiness.verdicts import readiness
 from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
@@ -217,18 +219,25 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
     full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    outcome = request.GET.get("outcome", "")
+    if outcome and outcome not in Outcome._value2member_map_:
+        raise BadRequest(f"outcome must be one of {', '.join(o.value for o in Outcome)}")
     sequential = sequential_state_of(campaign)
     reruns = list(campaign.attempts.filter(rerun_of__isnull=False).select_related("task").order_by("created_at"))
     pending_reruns = sum(1 for r in reruns if r.status == "pending")
     if full:  # up to 1,992 cells: the heat maps show them all; cards only for those queued or running now
         cells, page = campaign_cells(campaign, statuses=("queued", "running")), None
+        shown = full.total
         report, total, finished = full.task_report, full.total, full.finished
         pending, active = full.pending + pending_reruns, full.running > 0
         open_cells = full.open
-    else:  # the aggregates count every cell; the grid draws one page of them
+    else:  # the aggregates count every cell; the grid draws one page of them (of one outcome's, with ?outcome=)
         summary = campaign_summary(campaign)
-        page = _cell_page(request, summary.total)
-        cells = campaign_cells(campaign, window=(page.start, page.stop))
+        shown = summary.total
+        if outcome:
+            shown = campaign.attempts.filter(rerun_of__isnull=True, outcome=outcome).count()
+        page = _cell_page(request, shown)
+        cells = campaign_cells(campaign, window=(page.start, page.stop), outcomes=(outcome,) if outcome else ())
         report, total, finished = summary.report, summary.total, summary.statuses["finished"]
         pending = summary.statuses["pending"] + pending_reruns
         active = bool(summary.statuses["queued"] or summary.statuses["running"])
@@ -272,6 +281,10 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "web_host": socket.gethostname(),
             "time": campaign_time(campaign, finished_set),
             "policy_versions": policy_versions(campaign),
+            "outcome": outcome,
+            "outcome_label": outcome.replace("_", " "),
+            "shown_cells": shown,
+            "outcomes": [(o.value, o.value.replace("_", " ")) for o in Outcome],
         },
     )
 
