@@ -6,8 +6,8 @@ from django.core.exceptions import PermissionDenied
 
 READ = ["view_campaign", "view_attempt", "view_task", "view_benchmark", "view_policy", "view_protocolidentity"]
 ROLES = {
-    "reviewer": READ,
-    "operator": READ + ["launch_campaign", "start_attempt"],
+    "reviewer": READ + ["tag_attempt"],
+    "operator": READ + ["launch_campaign", "start_attempt", "tag_attempt", "extend_vocabulary"],
     "watcher": READ + ["watch_attempt"],
     "intervener": READ + ["watch_attempt", "intervene_attempt"],
 }
@@ -15,8 +15,8 @@ ROLES = {
 
 # What each role lets its holder do, as the error pages tell a user what to ask for.
 ROLE_DESCRIPTIONS = {
-    "reviewer": "read campaigns, attempts and their evidence",
-    "operator": "launch campaigns and start cells (and read)",
+    "reviewer": "read campaigns, attempts and their evidence, and tag and note episodes",
+    "operator": "launch campaigns and start cells, tag episodes and add failure modes (and read)",
     "watcher": "watch live rollouts (and read)",
     "intervener": "watch live rollouts and intervene in them (and read)",
 }

@@ -3,7 +3,18 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from evaluator.web.views import account, attempts, campaigns, compare, curves, leaderboards, live, review, sim_to_real
+from evaluator.web.views import (
+    account,
+    attempts,
+    campaigns,
+    compare,
+    curves,
+    leaderboards,
+    live,
+    review,
+    sim_to_real,
+    tags,
+)
 
 app_name = "evaluator"
 
@@ -32,6 +43,9 @@ urlpatterns = [
     path("attempts/<int:attempt_id>/", review.review, name="review"),
     path("attempts/<int:attempt_id>/start/", campaigns.start_attempt, name="start_attempt"),
     path("attempts/<int:attempt_id>/rerun/", review.rerun_attempt, name="rerun_attempt"),
+    path("attempts/<int:attempt_id>/tags/", tags.tag_attempt, name="tag_attempt"),
+    path("attempts/<int:attempt_id>/tags/<int:tag_id>/remove/", tags.remove_tag, name="remove_tag"),
+    path("failure-modes/", tags.failure_modes, name="failure_modes"),
     path("attempts/<int:attempt_id>/replay/", review.replay_attempt, name="replay_attempt"),
     path("replays/<int:replay_id>/<str:name>", review.replay_file, name="replay_file"),
     path("attempts/<int:attempt_id>/live/", live.live, name="live"),

@@ -1,5 +1,6 @@
 """The Django models of RSI, in four modules: what a campaign is planned from (plans), an attempt and what its
-run writes (attempts), the records beside them (checks), and what a user holds besides a password (accounts).
+run writes (attempts), the records beside them (checks), what reviewers say of episodes (reviews), and what a user
+holds besides a password (accounts).
 Everything imports them from here, as Django loads them (evaluator/apps.py)."""
 
 from evaluator.records.models.accounts import ApiToken
@@ -14,6 +15,7 @@ from evaluator.records.models.plans import (
     RecordImmutable,
     Task,
 )
+from evaluator.records.models.reviews import EpisodeTag, FailureMode
 
 __all__ = [
     "ApiToken",
@@ -24,6 +26,8 @@ __all__ = [
     "Campaign",
     "CampaignCheck",
     "Decision",
+    "EpisodeTag",
+    "FailureMode",
     "FrozenWhenReferenced",
     "Intervention",
     "MediaProbe",

@@ -4,6 +4,7 @@ record with links to its artifacts."""
 from ninja import Router
 
 from evaluator.records.queries import attempt_record
+from evaluator.records.tagging import current_tags, tag_history
 from evaluator.web.access import viewable_attempt
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.schemas import AttemptOut, AttemptSearchOut
@@ -25,15 +26,18 @@ def search(
     autonomous: str = "",
     since: str = "",
     until: str = "",
+    tag: str = "",
     campaign: int | None = None,
     sort: str = "-created",
     page: int = 1,
 ):
     """Every attempt matching the filters (task and policy match a part of the name; since and until are
-    YYYY-MM-DD; autonomous is yes or no), sorted by a column of the run table (- in front: descending)."""
+    YYYY-MM-DD; autonomous is yes or no; tag: a failure mode tagged on it now), sorted by a column of the run
+    table (- in front: descending)."""
     _, queryset, _ = search_attempts(request)
     found, count, pages = page_of(queryset, page)
-    rows = [{**export_row(a), "url": link(request, "evaluator:review", a.pk)} for a in found]
+    tags = current_tags(a.pk for a in found)
+    rows = [{**export_row(a, tags), "url": link(request, "evaluator:review", a.pk)} for a in found]
     return {"count": count, "page": page, "pages": pages, "attempts": rows}
 
 
@@ -44,6 +48,7 @@ def get_attempt(request, attempt_id: int):
     record = attempt_record(attempt)
     return {
         "record": record,
+        "tags": tag_history(attempt),
         "campaign": attempt.campaign_id,
         "url": link(request, "evaluator:review", attempt.pk),
         "artifacts": {

@@ -234,8 +234,20 @@ class CellPageOut(Schema):
     cells: list[CellOut]
 
 
+class TagOut(Schema):
+    id: int
+    mode: str | None = Field(description="a failure mode of the benchmark's vocabulary, or none (a note alone)")
+    note: str
+    step: int | None
+    by: str
+    at: str
+    removed_by: str | None
+    removed_at: str | None
+
+
 class AttemptOut(Schema):
     record: dict = Field(description="the stored record, as `manage.py evaluate --json` prints it")
+    tags: list[TagOut] = Field(description="reviewers' tags and notes, oldest first, removed ones with who and when")
     campaign: int
     url: str
     artifacts: dict[str, str] = Field(description="artifact path -> its download URL")
@@ -273,6 +285,7 @@ class AttemptRowOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     duration_s: float | None = Field(description="seconds from start to finish, as the run table shows")
+    tags: str = Field(description="the failure modes tagged on it now, separated by ';'")
     url: str
 
 

@@ -13,15 +13,27 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from evaluator.exports.spreadsheets import csv_text
-from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign
+from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, FailureMode
 from evaluator.records.queries import (
     campaign_cells,
     campaign_report,
 )
+from evaluator.records.tagging import current_tags
 from evaluator.web.access import require
 from evaluator.web.views.common import PAGE_SIZE, id_param
 
-SEARCH_FIELDS = ("benchmark", "task", "policy", "protocol", "outcome", "error_type", "autonomous", "since", "until")
+SEARCH_FIELDS = (
+    "benchmark",
+    "task",
+    "policy",
+    "protocol",
+    "outcome",
+    "error_type",
+    "autonomous",
+    "since",
+    "until",
+    "tag",
+)
 
 
 # The table's columns in order, the key ones first (a phone shows the first few without scrolling): the name in the
@@ -70,6 +82,8 @@ def search_attempts(request: HttpRequest):
     for key, lookup in lookups.items():
         if params[key]:
             queryset = queryset.filter(**{lookup: params[key]})
+    if params["tag"]:  # a failure mode tagged on it now (not removed)
+        queryset = queryset.filter(tags__mode__name=params["tag"], tags__removed_at__isnull=True).distinct()
     if params["autonomous"] in ("yes", "no"):
         queryset = queryset.filter(autonomous=params["autonomous"] == "yes")
     campaign_id = id_param(request, "campaign")
@@ -137,11 +151,12 @@ EXPORT_COLUMNS = (
     "started_at",
     "finished_at",
     "duration_s",
+    "tags",
 )
 
 
-def export_row(a: Attempt) -> dict:
-    """An attempt as the run table's exports and the API's search write it."""
+def export_row(a: Attempt, tags: dict[int, list[str]]) -> dict:
+    """An attempt as the run table's exports and the API's search write it (`tags`: current_tags of the rows)."""
     return {
         "attempt": a.pk,
         "campaign": a.campaign_id,
@@ -172,11 +187,14 @@ def export_row(a: Attempt) -> dict:
         "started_at": a.started_at.isoformat() if a.started_at else None,
         "finished_at": a.finished_at.isoformat() if a.finished_at else None,
         "duration_s": None if a.duration_s is None else round(a.duration_s, 3),
+        "tags": ";".join(tags.get(a.pk, [])),
     }
 
 
 def _export(queryset, fmt: str, stem: str) -> HttpResponse:
-    rows = [export_row(a) for a in queryset.iterator(chunk_size=500)]
+    found = list(queryset.iterator(chunk_size=500))
+    tags = current_tags(a.pk for a in found)
+    rows = [export_row(a, tags) for a in found]
     if fmt == "csv":
         body = csv_text(EXPORT_COLUMNS, ([row[column] for column in EXPORT_COLUMNS] for row in rows))
         response = HttpResponse(body, content_type="text/csv")
@@ -200,8 +218,10 @@ def attempts(request: HttpRequest) -> HttpResponse:
     with_video = set(
         Artifact.objects.filter(attempt__in=[a.pk for a in page], kind="video").values_list("attempt_id", flat=True)
     )
+    tags = current_tags(a.pk for a in page)
     for attempt in page:
         attempt.has_video = attempt.pk in with_video
+        attempt.current_tags = tags.get(attempt.pk, [])
     return render(
         request,
         "evaluator/attempts.html",
@@ -218,6 +238,7 @@ def attempts(request: HttpRequest) -> HttpResponse:
             "benchmarks": Benchmark.objects.values_list("name", flat=True),
             "outcomes": [(c[0], c[0].replace("_", " ")) for c in Attempt._meta.get_field("outcome").choices],
             "error_types": [c[0] for c in Attempt._meta.get_field("error_type").choices],
+            "modes": sorted(set(FailureMode.objects.values_list("name", flat=True))),
         },
     )
 
@@ -235,7 +256,9 @@ def export_campaign(request: HttpRequest, campaign_id: int, fmt: str) -> HttpRes
     )
     if fmt == "json":
         report = campaign_report(campaign_cells(campaign)).as_dict()
-        rows = [export_row(a) for a in queryset]
+        found = list(queryset)
+        tags = current_tags(a.pk for a in found)
+        rows = [export_row(a, tags) for a in found]
         body = {
             "campaign": campaign.pk,
             "protocol_id": campaign.protocol.protocol_id,

@@ -45,6 +45,7 @@ from evaluator.records.queries import (
     policy_versions,
 )
 from evaluator.records.sequential import sequential_state_of
+from evaluator.records.tagging import failure_modes
 from evaluator.records.throughput import campaign_time
 from evaluator.web.access import require
 from evaluator.web.forms import (
@@ -282,6 +283,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "time": campaign_time(campaign, finished_set),
             "policy_versions": policy_versions(campaign),
             "outcome": outcome,
+            "failure_modes": failure_modes(campaign.attempts.all()).most_common(),
             "outcome_label": outcome.replace("_", " "),
             "shown_cells": shown,
             "outcomes": [(o.value, o.value.replace("_", " ")) for o in Outcome],

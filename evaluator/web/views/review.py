@@ -28,6 +28,7 @@ from evaluator.running.verification import verify_attempt
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.attempts import search_attempts
 from evaluator.web.views.common import PLAYBACK_SPEEDS, action_groups, attempt_contract
+from evaluator.web.views.tags import review_tags
 
 THUMBNAIL_CACHE = "cache/thumbnails"  # under MEDIA_ROOT, by evidence folder (finished evidence never changes)
 
@@ -97,6 +98,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "around": neighbours(ordered, attempt.pk),
             "scope": "the attempts table's rows" if from_table else "its campaign",
             "scope_query": f"?{request.GET.urlencode()}" if from_table else "",
+            **review_tags(request, attempt),
         },
     )
 
