@@ -28,7 +28,15 @@ def tokens(request: HttpRequest) -> HttpResponse:
             form = TokenForm()
     rows = ApiToken.objects.filter(user=request.user)
     response = render(
-        request, "evaluator/tokens.html", {"form": form, "made": made, "tokens": rows, "now": timezone.now()}
+        request,
+        "evaluator/tokens.html",
+        {
+            "form": form,
+            "made": made,
+            "tokens": rows,
+            "now": timezone.now(),
+            "site_url": request.build_absolute_uri("/").rstrip("/"),
+        },
     )
     if made:  # the page that shows the token once must not be kept by a cache
         response["Cache-Control"] = "no-store"
