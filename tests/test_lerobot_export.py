@@ -95,7 +95,7 @@ def test_tasks_whose_observations_differ_in_size_are_refused_by_name(operator, m
     # Issue 35, point 9: known from the plan before anyone asks (the registry's declared arrays give the sizes the
     # run's evidence gave), so the page disables Prepare and says why, instead of a click and a red flash.
     assert plan_problem(mixed) == "a LeRobot dataset has one observation.state layout; these tasks' differ " + (
-        "(push: 31, reach: 16 numbers)"
+        "(push: 31, reach: 16 numbers): export a campaign whose tasks share one state size (one task alone always does)"
     )
     monkeypatch.setattr(executor, "submit_export", lambda *args: pytest.fail("a refused export was submitted"))
     page = operator.get(f"/campaigns/{mixed.pk}/").content.decode()

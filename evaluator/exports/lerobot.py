@@ -144,7 +144,10 @@ def _episodes(campaign: Campaign) -> tuple[list[Episode], list[str]]:
 
 def _layouts_differ(sizes: dict[str, int]) -> str:
     listed = ", ".join(f"{task}: {size}" for task, size in sizes.items())
-    return f"a LeRobot dataset has one observation.state layout; these tasks' differ ({listed} numbers)"
+    return (
+        f"a LeRobot dataset has one observation.state layout; these tasks' differ ({listed} numbers): export a "
+        "campaign whose tasks share one state size (one task alone always does)"
+    )
 
 
 def plan_problem(campaign: Campaign) -> str | None:

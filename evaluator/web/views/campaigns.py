@@ -277,6 +277,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "can_prepare": request.user.has_perm("evaluator.launch_campaign"),
             "sequential": sequential,
             "chart": sequence_chart(sequential) if sequential else None,
+            "projection": sequential.projection() if sequential else None,
             "not_run": report.overall.not_run,
             # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
             "web_host": socket.gethostname(),
