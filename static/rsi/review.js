@@ -282,8 +282,47 @@
     const box = svg.getBoundingClientRect();
     return Math.round(((event.clientX - box.left - left) / (width() - left - 10)) * data.steps.length);
   };
-  svg.addEventListener("click", (event) => step(Math.max(0, Math.min(data.steps.length, stepAt(event)))));
-  svg.addEventListener("mousemove", (event) => { if (data) readout(stepAt(event)); });
+  // Dragging on the timeline scrubs while it drags (a click is a drag of no length); hovering reads out the step.
+  let scrubbing = false;
+  const scrubTo = (event) => {
+    const target = Math.max(0, Math.min(data.steps.length, stepAt(event)));
+    if (target !== current) step(target);
+  };
+  svg.addEventListener("pointerdown", (event) => {
+    if (!data) return;
+    scrubbing = true;
+    svg.setPointerCapture(event.pointerId);
+    scrubTo(event);
+  });
+  svg.addEventListener("pointermove", (event) => {
+    if (!data) return;
+    if (scrubbing) scrubTo(event);
+    readout(stepAt(event));
+  });
+  const endScrub = (event) => {
+    scrubbing = false;
+    if (svg.hasPointerCapture(event.pointerId)) svg.releasePointerCapture(event.pointerId);
+  };
+  svg.addEventListener("pointerup", endScrub);
+  svg.addEventListener("pointercancel", endScrub);
+  // The picture: full screen, and a zoom (2x, 4x) that follows the pointer across the picture.
+  const screen = document.querySelector("#review .screen");
+  $("btn-fullscreen").addEventListener("click", () =>
+    document.fullscreenElement ? document.exitFullscreen() : screen.requestFullscreen());
+  let zoom = 1;
+  $("btn-zoom").addEventListener("click", () => {
+    zoom = zoom === 1 ? 2 : zoom === 2 ? 4 : 1;
+    screen.style.setProperty("--zoom", zoom);
+    screen.classList.toggle("zoomed", zoom > 1);
+    $("btn-zoom").textContent = `zoom ${zoom}×`;
+    $("btn-zoom").setAttribute("aria-pressed", String(zoom > 1));
+  });
+  screen.addEventListener("pointermove", (event) => {
+    if (zoom === 1) return;
+    const box = screen.getBoundingClientRect();
+    screen.style.setProperty("--zoom-x", `${((event.clientX - box.left) / box.width) * 100}%`);
+    screen.style.setProperty("--zoom-y", `${((event.clientY - box.top) / box.height) * 100}%`);
+  });
   $("btn-prev").addEventListener("click", () => step(current - 1));
   $("btn-next").addEventListener("click", () => step(current + 1));
   $("btn-start").addEventListener("click", () => step(0));

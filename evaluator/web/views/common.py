@@ -16,7 +16,7 @@ from evaluator.records.models import Attempt
 PAGE_SIZE = 50
 
 
-PLAYBACK_SPEEDS = (0.25, 0.5, 1, 2, 4)
+PLAYBACK_SPEEDS = (0.1, 0.25, 0.5, 1, 2, 4)  # Chromium plays no slower than 1/16
 
 
 def id_param(request: HttpRequest, name: str) -> int | None:

@@ -92,6 +92,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "can_watch": request.user.has_perm("evaluator.watch_attempt"),
             "speeds": PLAYBACK_SPEEDS,
+            "real_seconds": attempt.environment_steps / attempt.task.control_hz if attempt.task.control_hz else 0,
             "replays": _replays(attempt),
             # The record's rejected_calls counts the policy's; a human's rejected actions are said apart.
             "human_rejected": attempt.decisions.filter(actor="human", kind="rejected").count(),
