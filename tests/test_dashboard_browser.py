@@ -250,7 +250,7 @@ def test_an_intervener_watches_takes_over_and_finds_it_on_the_review_timeline(li
     assert page.is_visible("#finished-review-link") and page.is_disabled("#btn-stop")
     # "no duplicated log lines": each intervention is logged once.
     lines = page.locator("#live-log li").all_inner_texts()
-    assert [line.split(" by ")[0] for line in lines if " by ivan " in line] == ["stop", "take_over"]
+    assert [line.split(" by ")[0] for line in lines if " by ivan " in line] == ["take_over", "stop"]  # oldest first
 
     status, autonomous, reason = query(
         db, "select status, autonomous, termination_reason from evaluator_attempt where id = ?", attempt_id

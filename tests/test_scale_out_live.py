@@ -54,7 +54,7 @@ def test_a_browser_watches_takes_over_and_stops_an_attempt_running_on_a_celery_w
         wait_until(page, "document.getElementById('live').dataset.finished === '1'", timeout=30)
         assert page.inner_text("#live-status") == "finished"
         lines = page.locator("#live-log li").all_inner_texts()
-        assert [line.split(" by ")[0] for line in lines if " by ivan " in line] == ["stop", "take_over"]
+        assert [line.split(" by ")[0] for line in lines if " by ivan " in line] == ["take_over", "stop"]
     finally:
         worker.stop()
     assert worker.ran() == [attempt]

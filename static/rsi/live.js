@@ -89,7 +89,7 @@
     }
     const item = document.createElement("li");
     item.textContent = text;
-    $("live-log").prepend(item);
+    $("live-log").append(item); // oldest first, as a log reads
   }
 
   // The executed action by the contract's groups (a humanoid's 36 numbers by body part), the rest as given.
@@ -219,14 +219,21 @@
   if ($("btn-annotate")) $("btn-annotate").addEventListener("click", () => { intervene("annotate", { note: $("note").value }); $("note").value = ""; });
   const keys = { a: [0, -0.5], d: [0, 0.5], s: [1, -0.5], w: [1, 0.5], f: [2, -0.5], r: [2, 0.5] };
   let gripper = 1; // the last component: open (1) until G closes it (-1); every key action carries it
-  document.addEventListener("keydown", (e) => {
-    if (!takenOver || e.target.tagName === "INPUT") return;
+  function keyAction(key) {
     const n = parseInt(root.dataset.contract, 10);
     const action = new Array(n).fill(0);
-    if (e.key in keys) action[keys[e.key][0]] = keys[e.key][1];
-    else if (e.key === "g") gripper = -gripper;
-    else return;
+    if (key in keys) action[keys[key][0]] = keys[key][1];
+    else if (key === "g") gripper = -gripper;
+    else return false;
     action[n - 1] = gripper;
     intervene("action", { action });
+    return true;
+  }
+  document.addEventListener("keydown", (e) => {
+    if (!takenOver || e.target.tagName === "INPUT") return;
+    keyAction(e.key);
   });
+  // The touch pad sends what the keys send (a phone has no A/D, W/S keys to type).
+  document.querySelectorAll("#touch-pad button[data-key]").forEach((b) =>
+    b.addEventListener("click", () => { if (takenOver) keyAction(b.dataset.key); }));
 })();

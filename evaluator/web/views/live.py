@@ -7,8 +7,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from evaluator.records.roles import ROLE_DESCRIPTIONS
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import action_groups, attempt_contract
+
+# The touch pad of a taken-over episode: the keys' actions as buttons (static/rsi/live.js).
+TOUCH_KEYS = (("a", "x −"), ("d", "x +"), ("s", "y −"), ("w", "y +"), ("f", "z −"), ("r", "z +"), ("g", "gripper"))
 
 
 @login_required
@@ -27,5 +31,8 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "contract": contract.describe(),
             "action_groups": action_groups(contract),
             "can_intervene": request.user.has_perm("evaluator.intervene_attempt"),
+            "can_watch": request.user.has_perm("evaluator.watch_attempt"),
+            "intervener_role": ROLE_DESCRIPTIONS["intervener"],
+            "touch_keys": TOUCH_KEYS,
         },
     )
