@@ -32,7 +32,8 @@ from evaluator.web.api.schemas import (
     PreviewOut,
     StartOut,
 )
-from evaluator.web.forms import LaunchForm, plan_of
+from evaluator.web.forms import LaunchForm
+from evaluator.web.launch_plans import plan_of
 from evaluator.web.views import campaigns as views
 
 router = Router(tags=["campaigns"])

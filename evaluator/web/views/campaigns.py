@@ -48,15 +48,8 @@ from evaluator.records.sequential import sequential_state_of
 from evaluator.records.tagging import failure_modes
 from evaluator.records.throughput import campaign_time
 from evaluator.web.access import require
-from evaluator.web.forms import (
-    PROTOCOL_SETTINGS,
-    LaunchForm,
-    baselines,
-    fast_mode_seeds,
-    initial_from,
-    launch_defaults,
-    launch_sections,
-)
+from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds, launch_defaults, launch_sections
+from evaluator.web.launch_plans import baselines, initial_from
 from evaluator.web.views.common import PAGE_SIZE, id_param, sequence_chart
 
 CELLS_PER_PAGE = 100  # a campaign page draws this many cells; its aggregates count them all
