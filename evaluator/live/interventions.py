@@ -8,7 +8,7 @@ from django.db import transaction
 from evaluator.live.hub import hub
 from evaluator.live.memory import ENDED
 from evaluator.protocol.errors import ControlsEnded, InterventionRefused
-from evaluator.protocol.interventions import INTERVENTIONS, WITHDRAWS_AUTONOMY
+from evaluator.protocol.interventions import INTERVENTIONS, MOST_STEPS, WITHDRAWS_AUTONOMY
 from evaluator.records.models import Attempt, Intervention
 from evaluator.records.roles import check_can
 
@@ -35,11 +35,22 @@ def check_reachable(attempt: Attempt, kind: str, note: str = "") -> None:
         raise InterventionRefused("take over before sending actions")
 
 
+def check_pause_at(action) -> int:
+    """The step a pause is set for: a whole number of steps from 0."""
+    step = action[0] if isinstance(action, list) and len(action) == 1 else None
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MOST_STEPS:
+        raise InterventionRefused(f"pause at a step: a whole number of steps from 0 to {MOST_STEPS}")
+    return step
+
+
 def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list | None = None) -> dict:
     """Record the intervention, withdraw autonomy at once where it changes the policy, then act. One
     transaction: an intervention that cannot reach the attempt's runner is not recorded."""
     attempt = Attempt.objects.get(pk=attempt_id)
     check_intervene(user, attempt, kind, note)
+    if kind == "pause_at":
+        step = check_pause_at(action)
+        note = f"pause set for step {step}" + (f": {note}" if note else "")
     return do_record_intervention(user, attempt, kind, note, action)
 
 
@@ -50,8 +61,13 @@ def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", ac
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
     with transaction.atomic():
         if kind != "action":
-            Intervention.objects.create(
-                attempt=attempt, user=user, username=user.username, kind=kind, step_index=step, note=note
+            Intervention.objects.create(  # a pause set for a later step is a pause, its step in the note
+                attempt=attempt,
+                user=user,
+                username=user.username,
+                kind="pause" if kind == "pause_at" else kind,
+                step_index=step,
+                note=note,
             )
             if kind in WITHDRAWS_AUTONOMY:
                 Attempt.objects.filter(pk=attempt_id, status=Attempt.Status.RUNNING).update(autonomous=False)
@@ -65,3 +81,36 @@ def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", ac
         }
         hub.intervene(attempt_id, kind, action, event if kind != "action" else None)
     return event
+
+
+def check_start_paused(user, attempt: Attempt) -> None:
+    check_can(user, "intervene_attempt")
+    if attempt.status not in (Attempt.Status.PENDING, Attempt.Status.QUEUED):
+        raise InterventionRefused(
+            f"attempt {attempt.pk} is {attempt.get_status_display()}: only a cell not yet started can start paused"
+        )
+
+
+def do_start_paused(user, attempt: Attempt) -> None:
+    """Ask a cell not yet started to hold before its first decision: when it starts, the pause is recorded as this
+    user's, at step 0, and the episode is non-autonomous (running/recorder.py)."""
+    check_start_paused(user, attempt)
+    updated = Attempt.objects.filter(pk=attempt.pk, status__in=(Attempt.Status.PENDING, Attempt.Status.QUEUED)).update(
+        start_paused_by=user
+    )
+    if not updated:
+        raise InterventionRefused(f"attempt {attempt.pk} started meanwhile: pause it on its live page")
+
+
+def do_hold_at_start(attempt: Attempt, control) -> None:
+    """At an attempt's start, before its first decision: a pause asked for before it started holds it now, recorded
+    as its requester's (who, at step 0) and withdrawing autonomy, as a pause from the live page would."""
+    user = attempt.start_paused_by
+    with transaction.atomic():
+        Intervention.objects.create(
+            attempt=attempt, user=user, username=user.username, kind="pause", step_index=0, note="started paused"
+        )
+        Attempt.objects.filter(pk=attempt.pk, status=Attempt.Status.RUNNING).update(autonomous=False)
+    control.apply("pause_at", [0])
+    event = {"kind": "intervention", "intervention": "pause", "user": user.username, "step": 0}
+    hub.publish(attempt.pk, {**event, "note": "started paused", "autonomous": False})

@@ -96,6 +96,8 @@ class AttemptControl:
     def __init__(self, on_change, max_hold: float | None = None):
         self.condition = threading.Condition()
         self.paused = self.taken_over = self.stopping = self.ended = False
+        self.pause_at: int | None = None  # a pause set for this step: it holds once the episode has executed it
+        self.step = 0
         self.human_actions: deque = deque()
         self.on_change = on_change
         self.max_hold = max_hold_s() if max_hold is None else max_hold
@@ -120,6 +122,16 @@ class AttemptControl:
                     return Directive(stop=True)
                 self.wait(min(0.5, self.max_hold))
 
+    def reached(self, step: int) -> None:
+        """The episode has executed `step` steps, at a decision boundary: a pause set for it (or before) holds now."""
+        with self.condition:
+            self.receive()
+            self.step = step
+            if self.pause_at is None or step < self.pause_at:
+                return
+            self.paused, self.pause_at = True, None
+        self.on_change({"kind": "paused_at_step", "step": step, "paused": True})
+
     def receive(self) -> None:
         """Requests that arrive from elsewhere (RedisLiveHub's polled control); here they come through apply."""
 
@@ -142,6 +154,8 @@ class AttemptControl:
                 raise ControlsEnded(ENDED)
             if kind == "pause":
                 self.paused = True
+            elif kind == "pause_at":
+                self.pause_at = int(action[0])
             elif kind == "resume":
                 self.paused = False
             elif kind == "take_over":
@@ -158,6 +172,7 @@ class AttemptControl:
     def flags(self) -> dict:
         return {
             "paused": self.paused,
+            "pause_at": self.pause_at,
             "taken_over": self.taken_over,
             "stopping": self.stopping,
             "controls_ended": self.ended,

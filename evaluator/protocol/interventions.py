@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-INTERVENTIONS = ("pause", "resume", "take_over", "release", "stop", "annotate", "action")
-WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
+INTERVENTIONS = ("pause", "pause_at", "resume", "take_over", "release", "stop", "annotate", "action")
+# A pause set for a later step withdraws autonomy when it is asked for: the episode is no longer left to the policy.
+WITHDRAWS_AUTONOMY = ("pause", "pause_at", "take_over", "stop")
+MOST_STEPS = 100_000  # a pause set further than any run's step cap
 
 
 @dataclass(frozen=True)

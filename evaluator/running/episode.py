@@ -47,6 +47,7 @@ class NativeEnv(Protocol):
 class Control(Protocol):
     """Human intervention, checked between decisions; may block while the episode is paused."""
 
+    def reached(self, step: int) -> None: ...  # before each checkpoint: the steps executed so far
     def checkpoint(self, give_up: Callable[[], bool]) -> Directive | None: ...
     def rejected(self, message: str) -> None: ...
     def finish(self) -> None: ...  # the last control has executed: no intervention is taken any more
@@ -195,6 +196,8 @@ class _Episode:
                 return TerminationReason.NATIVE_TERMINATION
             if stop := self.budget_stop():
                 return stop
+            if self.spec.control:
+                self.spec.control.reached(len(self.steps))
             # The process asked to stop ends the episode here, also while a pause holds it in the checkpoint.
             directive = self.spec.control.checkpoint(_interrupted) if self.spec.control and not _interrupted() else None
             if (request := stop_requested()) is not None:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluator.live.hub import hub
+from evaluator.live.interventions import do_hold_at_start
 from evaluator.native.backends import backend, rendering_provenance, reset_options, worker_spec
 from evaluator.native.client import NativeObservation, NativeWorker, WorkerFailure, WorkerSpec
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
@@ -227,6 +228,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         },
         campaign_id=campaign.pk,
     )
+    if attempt.start_paused_by_id is not None:
+        do_hold_at_start(attempt, control)
     try:
         with split.part("evidence"):
             evidence.create()

@@ -49,6 +49,7 @@ urlpatterns = [
     path("attempts/<int:attempt_id>/replay/", review.replay_attempt, name="replay_attempt"),
     path("replays/<int:replay_id>/<str:name>", review.replay_file, name="replay_file"),
     path("attempts/<int:attempt_id>/live/", live.live, name="live"),
+    path("attempts/<int:attempt_id>/start-paused/", live.start_paused, name="start_paused"),
     path("attempts/<int:attempt_id>/timeline.json", review.timeline, name="timeline"),
     path("attempts/<int:attempt_id>/verify.json", review.verify, name="verify"),
     path("attempts/<int:attempt_id>/frame/<int:step>.png", review.frame, name="frame"),

@@ -21,6 +21,7 @@
     pause: "Pause this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
     take_over: "Take over this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
     stop: "Stop this attempt now? It ends as human_stop and the episode becomes non-autonomous for good.",
+    pause_at: "Pause this attempt when it reaches that step? The episode becomes non-autonomous for good, now: it is reported apart from the policy's own results.",
   };
 
   // Each button only while it applies: resume while paused, release while taken over.
@@ -34,6 +35,7 @@
       "btn-stop": live,
       "btn-send": live && takenOver,
       "btn-annotate": live,
+      "btn-pause-at": live && !paused,
     };
     for (const [id, on] of Object.entries(enable)) if ($(id)) $(id).disabled = !on;
     $("live-status").textContent = status !== "running" ? status : ended ? "closing" : takenOver ? "taken over" : paused ? "paused" : "running";
@@ -139,6 +141,10 @@
       // One line per rejected decision (the episode also says so to the runner's control: not logged again).
       const what = e.actor === "human" ? "your action" : "the policy's reply";
       log(`decision #${e.decision}: ${what} rejected: ${e.violation && e.violation.message}`, e.seq);
+    } else if (e.kind === "paused_at_step") {
+      log(`paused at step ${e.step}, as set`, e.seq);
+      paused = true;
+      buttons();
     } else if (e.kind === "controls_ended") {
       ended = true;
       log("the last control has executed: the controls have ended", e.seq);
@@ -216,6 +222,12 @@
   buttons();
   const manual = () => Array.from(document.querySelectorAll("#manual input")).map((i) => parseFloat(i.value) || 0);
   if ($("btn-send")) $("btn-send").addEventListener("click", () => intervene("action", { action: manual() }));
+  // A pause set for a step: it holds once the episode has executed that step (at the decision boundary there).
+  if ($("btn-pause-at")) $("btn-pause-at").addEventListener("click", () => {
+    const step = parseInt($("pause-at").value, 10);
+    if (Number.isNaN(step) || !window.confirm(WITHDRAWS.pause_at)) return;
+    intervene("pause_at", { action: [step] });
+  });
   if ($("btn-annotate")) $("btn-annotate").addEventListener("click", () => { intervene("annotate", { note: $("note").value }); $("note").value = ""; });
   const keys = { a: [0, -0.5], d: [0, 0.5], s: [1, -0.5], w: [1, 0.5], f: [2, -0.5], r: [2, 0.5] };
   let gripper = 1; // the last component: open (1) until G closes it (-1); every key action carries it

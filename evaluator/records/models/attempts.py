@@ -73,6 +73,14 @@ class Attempt(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Written every few seconds while it runs; the reaper closes it when stale."
     )
+    start_paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="An intervener asked it to start paused: it holds before its first decision (non-autonomous).",
+    )
     full_cell = models.JSONField(
         default=dict,
         blank=True,

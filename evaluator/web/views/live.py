@@ -6,7 +6,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from evaluator.live.interventions import do_start_paused
+from evaluator.protocol.errors import ProtocolError
 from evaluator.records.roles import ROLE_DESCRIPTIONS
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import action_groups, attempt_contract
@@ -36,3 +39,18 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "touch_keys": TOUCH_KEYS,
         },
     )
+
+
+@login_required
+@require_POST
+def start_paused(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """A cell not yet started holds before its first decision once it starts (an intervener's pause, at step 0)."""
+    require(request, "watch_attempt")
+    attempt = viewable_attempt(request, attempt_id)
+    try:
+        do_start_paused(request.user, attempt)
+    except ProtocolError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "It will hold before its first decision: resume it here when you are ready.")
+    return redirect("evaluator:live", attempt.pk)
