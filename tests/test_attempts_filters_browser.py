@@ -70,7 +70,7 @@ def test_the_reader_chooses_the_columns_and_the_choice_sticks_with_sorting(site,
     base, _, first, _ = site
     page = logged_in(browser, base, "rita", viewport=PHONE)
     page.goto(f"{base}/attempts/?campaign={first}")
-    everything = ["#", "Last frame", "task", "outcome", "error type", "status", "created", "policy", "seed", "steps"]
+    everything = ["#", "task", "outcome", "Frame", "error type", "status", "created", "policy", "seed", "steps"]
     assert column_names(page)[: len(everything)] == everything
     page.click("#columns-choice summary")
     for key in ("protocol", "policy", "created", "picture"):
