@@ -77,7 +77,7 @@ def test_the_reader_chooses_the_columns_and_the_choice_sticks_with_sorting(site,
         page.uncheck(f'#columns-choice input[value="{key}"]')
     page.click("#search-go")
     page.wait_for_url("**column=*")
-    chosen = ["#", "task", "outcome", "error type", "status", "seed", "steps", "policy calls", "duration"]
+    chosen = ["#", "task", "outcome", "error type", "status", "seed", "steps", "calls", "duration"]
     assert column_names(page) == [*chosen, "autonomous", "campaign"]
     page.click("#sort-seed")  # sorting keeps the chosen columns: they are part of the address
     page.wait_for_url("**sort=seed*")

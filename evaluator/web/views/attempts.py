@@ -97,7 +97,7 @@ def search_attempts(request: HttpRequest):
     return params, queryset.order_by(order, "-pk"), sort
 
 
-COLUMN_TITLES = {"id": "#", "calls": "policy calls", "error": "error type", "picture": "last frame"}
+COLUMN_TITLES = {"id": "#", "calls": "calls", "error": "error type", "picture": "last frame"}
 
 
 def chosen_columns(request: HttpRequest) -> set[str]:
