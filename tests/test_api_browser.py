@@ -77,7 +77,7 @@ def test_a_finished_campaign_appears_on_its_leaderboard(site, browser):
     page.click("text=fetch-development/rgb/decision-3-prefix-1/v1")
     row = page.locator("#leaderboard tbody tr")
     assert row.count() == 1 and row.get_attribute("data-policy") == "noop"
-    assert re.fullmatch(r"[01]/1 = [01]\.000 \[[0-9.]+, [0-9.]+\]", row.locator(".success").inner_text())
+    assert re.fullmatch(r"[01]/1 = [01]\.000 \[[0-9.]+, [0-9.]+\]", row.locator(".success .rate-value").inner_text())
     shot(page, "leaderboard")
     with page.expect_download() as download:
         page.click("#export-json")
