@@ -109,6 +109,7 @@ class AttemptControl:
             held_since = time.monotonic()
             while True:
                 self.receive()
+                self._pause_if_reached()
                 if self.stopping:
                     return Directive(stop=True)
                 if self.taken_over and self.human_actions:
@@ -123,14 +124,14 @@ class AttemptControl:
                 self.wait(min(0.5, self.max_hold))
 
     def reached(self, step: int) -> None:
-        """The episode has executed `step` steps, at a decision boundary: a pause set for it (or before) holds now."""
-        with self.condition:
-            self.receive()
-            self.step = step
-            if self.pause_at is None or step < self.pause_at:
-                return
+        """The episode has executed `step` steps: the next checkpoint holds it if a pause was set for that step."""
+        self.step = step
+
+    def _pause_if_reached(self) -> None:
+        """Under the condition, after the requests were taken: a pause set for a step reached holds now."""
+        if self.pause_at is not None and self.step >= self.pause_at:
             self.paused, self.pause_at = True, None
-        self.on_change({"kind": "paused_at_step", "step": step, "paused": True})
+            self.on_change({"kind": "paused_at_step", "step": self.step, "paused": True})
 
     def receive(self) -> None:
         """Requests that arrive from elsewhere (RedisLiveHub's polled control); here they come through apply."""
