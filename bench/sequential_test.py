@@ -10,7 +10,7 @@ over each, up to `max_pairs`. Printed per scenario:
   no difference   how often a direction (improved or regressed) was declared: the type-I error, against the level;
   a difference    the median and quartiles of the pairs at which the sequence decided, beside the pairs a fixed
                   design needs: the smallest n at which McNemar's exact test at the same level rejects with 80%
-                  power at these rates (computed exactly, not simulated), and their ratio.
+                  power at these rates (computed exactly by evaluator/protocol/mcnemar.py), and their ratio.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.protocol.paired import mcnemar_exact_p
+from evaluator.protocol.mcnemar import fixed_pairs
+from evaluator.protocol.power import design_from_rates
 from evaluator.protocol.sequential import VERDICT_ORDER, first_decisions, running_bounds
 
 
@@ -72,34 +72,6 @@ def simulate(scenario: Scenario, runs: int, level: float, margin: float, seed: i
     return Simulated(verdicts, np.where(decided_at > 0, decided_at, scenario.max_pairs))
 
 
-def fixed_design_power(pairs: int, rate_a: float, rate_b: float, level: float) -> float:
-    """The exact probability that McNemar's exact test on `pairs` independent pairs declares B better at `level`."""
-    only_a, only_b = rate_a * (1 - rate_b), rate_b * (1 - rate_a)
-    discordance = only_a + only_b
-    wins = only_b / discordance
-    power = 0.0
-    for discordant in range(pairs + 1):
-        weight = stats.binom.pmf(discordant, pairs, discordance)
-        if weight < 1e-15:
-            continue
-        # The fewest candidate wins among `discordant` at which the exact test rejects (it is monotone in them).
-        needed = next(
-            (c for c in range(discordant // 2 + 1, discordant + 1) if mcnemar_exact_p(discordant - c, c) < level),
-            None,
-        )
-        if needed is not None:
-            power += weight * stats.binom.sf(needed - 1, discordant, wins)
-    return power
-
-
-def fixed_design_pairs(rate_a: float, rate_b: float, level: float, power: float = 0.8, most: int = 2000) -> int:
-    """The smallest number of pairs at which the fixed design reaches `power`."""
-    for pairs in range(2, most + 1):
-        if fixed_design_power(pairs, rate_a, rate_b, level) >= power:
-            return pairs
-    raise ValueError(f"more than {most} pairs")
-
-
 NULLS = [Scenario(0.5, 0.5), Scenario(0.2, 0.2), Scenario(0.6, 0.6, agreement=0.7)]
 DIFFERENCES = [
     Scenario(0.2, 0.5, max_pairs=300),
@@ -129,7 +101,7 @@ def main() -> None:
     for index, scenario in enumerate(DIFFERENCES):
         found = simulate(scenario, args.runs, args.level, args.margin, args.seed + 100 + index)
         pairs = found.pairs_run
-        fixed = fixed_design_pairs(scenario.rate_a, scenario.rate_b, args.level)
+        fixed = fixed_pairs(design_from_rates(scenario.rate_a, scenario.rate_b - scenario.rate_a), args.level, 0.8)
         median = float(np.median(pairs))
         q1, q3 = np.percentile(pairs, [25, 75])
         print(

@@ -206,9 +206,10 @@ def compare(client: Client, args) -> int:
             f"only B {overall['only_b']}, McNemar exact p = {overall['mcnemar_exact_p']:.4g}"
         )
         print(f"  level {found['level']}, margin {found['margin']}, decided by the {found['decided_by']}")
-        needed = (found["sequential"] or overall)["pairs_needed"]
-        if found["verdict"] == "underpowered" and needed:
-            print(f"  about {needed} pairs in all would decide it if the proportions seen so far held")
+        decider = found["sequential"] or overall
+        if found["verdict"] == "underpowered" and decider["pairs_needed"]:
+            basis = decider.get("pairs_needed_basis") or "if the proportions seen so far held"
+            print(f"  about {decider['pairs_needed']} pairs in all would decide it {basis}")
         print(f"  {found['url']}")
     return REFUSED if found["verdict"] in args.fail_on else 0
 

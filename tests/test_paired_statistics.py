@@ -16,6 +16,7 @@ import pytest
 from scipy import optimize, stats
 from statsmodels.stats.contingency_tables import mcnemar
 
+from evaluator.protocol.mcnemar import PairDesign, PowerCurve
 from evaluator.protocol.paired import (
     InvalidComparisonSetting,
     PairCounts,
@@ -137,19 +138,34 @@ def test_many_agreeing_pairs_are_no_difference_within_the_margin():
     assert compare_pairs(result.counts, margin=0.01).verdict is Verdict.UNDERPOWERED
 
 
-def test_few_pairs_are_underpowered_with_the_pairs_that_would_decide():
+def test_few_pairs_are_underpowered_with_the_pairs_that_give_the_exact_test_80_percent_power():
+    """Issue 46: "A comparison that ends underpowered already says how many pairs would decide it: use the same
+    method" as the launch's power plan: the pairs at which McNemar's exact test has 80% power to detect the
+    difference seen, at the proportions seen."""
     counts = PairCounts(both=10, neither=5, only_a=2, only_b=8)
     result = compare_pairs(counts)
     assert result.verdict is Verdict.UNDERPOWERED
     needed = result.pairs_needed
     assert needed > counts.pairs and result.more_pairs == needed - counts.pairs
+    curve = PowerCurve(PairDesign(2 / 25, 8 / 25), 0.05)
+    assert curve(needed) >= 0.8 > curve(needed - 1)
+    assert result.as_dict()["pairs_needed_basis"].startswith("with 80% power to detect the difference seen")
+
+
+def test_an_undecided_comparison_without_a_difference_projects_its_interval_into_the_margin():
+    """b = c: there is no direction to power, so the pairs are those at which the interval, its counts scaled,
+    would lie within the margin."""
+    counts = PairCounts(both=10, neither=5, only_a=3, only_b=3)
+    result = compare_pairs(counts)
+    needed = result.pairs_needed
 
     def interval_at(pairs):
         scale = pairs / counts.pairs
         return tango_interval(counts.only_a * scale, counts.only_b * scale, pairs)
 
-    assert interval_at(needed)[0] > 0  # at the projected count the interval clears zero
-    assert interval_at(needed - 1)[0] <= 0  # and not one pair sooner
+    assert interval_at(needed)[0] > -0.05 and interval_at(needed)[1] < 0.05
+    assert not (interval_at(needed - 1)[0] > -0.05 and interval_at(needed - 1)[1] < 0.05)
+    assert result.as_dict()["pairs_needed_basis"] == "if the proportions seen so far held"
 
 
 def test_the_direction_needs_the_exact_test_too():

@@ -30,14 +30,15 @@ from statistics import NormalDist
 
 from .aggregates import CellResult
 from .errors import ComparisonRefused
+from .mcnemar import MOST_PAIRS_PROJECTED, PairDesign, fixed_pairs, mcnemar_exact_p
 from .scoring import Outcome
 
 DEFAULT_LEVEL = 0.05
 DEFAULT_MARGIN = 0.05
 LEVEL_RANGE = (0.001, 0.2)
 MARGIN_RANGE = (0.01, 0.5)
-# Beyond this many pairs a projection says "more than", not a number: no campaign plans more cells.
-MOST_PAIRS_PROJECTED = 10_000
+# The power an underpowered comparison's "pairs that would decide it" aim at.
+PROJECTED_POWER = 0.8
 
 
 class Verdict(enum.StrEnum):
@@ -206,25 +207,6 @@ def tango_interval(only_a: float, only_b: float, pairs: float, level: float = DE
     return lower, upper
 
 
-def mcnemar_exact_p(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: twice the smaller binomial tail of the discordant pairs at 1/2, at most 1."""
-    discordant = only_a + only_b
-    if discordant == 0:
-        return 1.0
-    smaller = min(only_a, only_b)
-    term, tail = 1, 0  # comb(discordant, k), exact integers
-    for k in range(smaller + 1):
-        tail += term
-        term = term * (discordant - k) // (k + 1)
-    return min(1.0, _ratio(2 * tail, discordant))
-
-
-def _ratio(numerator: int, power_of_two: int) -> float:
-    """numerator / 2**power_of_two without overflowing a float on the way."""
-    shift = max(0, numerator.bit_length() - 60)
-    return math.ldexp(numerator >> shift, shift - power_of_two)
-
-
 @dataclass(frozen=True)
 class PairedComparison:
     counts: PairCounts
@@ -233,13 +215,17 @@ class PairedComparison:
     interval: tuple[float, float] | None  # None without a pair
     p_value: float
     verdict: Verdict
-    pairs_needed: int | None  # underpowered: the pairs that would decide it at the proportions seen; None: unknown
+    pairs_needed: int | None  # underpowered: the pairs that would decide it (pairs_to_decide); None: unknown
     more_than: bool = False  # pairs_needed is a floor (MOST_PAIRS_PROJECTED) rather than the number
 
     @property
     def confidence_percent(self) -> str:
         """The interval's confidence as a percentage, e.g. "95" at level 0.05."""
         return f"{100 * (1 - self.level):.10g}"
+
+    @property
+    def basis(self) -> str | None:
+        return None if self.pairs_needed is None else projection_basis(self.counts)
 
     @property
     def more_pairs(self) -> int | None:
@@ -266,6 +252,7 @@ class PairedComparison:
             "pairs_needed": self.pairs_needed,
             "more_pairs": self.more_pairs,
             "more_than": self.more_than,
+            "pairs_needed_basis": self.basis,
         }
 
 
@@ -297,8 +284,27 @@ def compare_pairs(counts: PairCounts, level: float = DEFAULT_LEVEL, margin: floa
             scaled = tango_interval(counts.only_a * scale, counts.only_b * scale, pairs, level)
             return verdict_of(scaled, margin) is not Verdict.UNDERPOWERED
 
-        needed, more_than = pairs_needed(counts.pairs, decides)
+        needed, more_than = pairs_to_decide(counts, level, decides)
     return PairedComparison(counts, level, margin, interval, p_value, verdict, needed, more_than)
+
+
+def projection_basis(counts: PairCounts) -> str:
+    """What an undecided comparison's pairs that would decide it rest on, in words (pairs_to_decide)."""
+    if counts.only_a == counts.only_b:
+        return "if the proportions seen so far held"
+    return f"with {PROJECTED_POWER:.0%} power to detect the difference seen so far (McNemar's exact test)"
+
+
+def pairs_to_decide(counts: PairCounts, level: float, within_margin: Callable[[int], bool]) -> tuple[int, bool]:
+    """An undecided comparison's pairs that would decide it. With a difference seen (b != c): the pairs at which
+    McNemar's exact test has PROJECTED_POWER to detect it at the proportions seen, computed as a launch's power
+    plan computes it (evaluator/protocol/mcnemar.py). With none (b = c) there is no direction to power: the fewest
+    pairs at which the interval, its counts scaled, would lie within the margin (`within_margin`)."""
+    if counts.only_a == counts.only_b:
+        return pairs_needed(counts.pairs, within_margin)
+    design = PairDesign(counts.only_a / counts.pairs, counts.only_b / counts.pairs)
+    needed = fixed_pairs(design, level, PROJECTED_POWER)
+    return (MOST_PAIRS_PROJECTED, True) if needed is None else (needed, False)
 
 
 def pairs_needed(pairs: int, decides: Callable[[int], bool]) -> tuple[int, bool]:

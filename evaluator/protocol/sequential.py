@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paired import PairCounts, Verdict, check_level_and_margin, pairs_needed, verdict_of
+from .paired import PairCounts, Verdict, check_level_and_margin, pairs_to_decide, projection_basis, verdict_of
 
 METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024), uniform mixture of 20 constant bets"
 BET_FRACTIONS = (np.arange(20) + 0.5) / 20  # the midpoint rule for a uniform prior on the bet
@@ -76,27 +76,34 @@ def run_order(cells: int, seed: int) -> tuple[int, ...]:
     return tuple(order)
 
 
+def log_mixture(log_capital: np.ndarray) -> np.ndarray:
+    """log of the mean capital over the bets (the last axis)."""
+    top = log_capital.max(axis=-1, keepdims=True)
+    return (top + np.log(np.exp(log_capital - top).mean(axis=-1, keepdims=True)))[..., 0]
+
+
+def log_upward(plus, zero, minus, m) -> np.ndarray:
+    """The log capital of the bets that the mean exceeds m (counts with a trailing axis of 1): non-increasing in m."""
+    c, m = BET_FRACTIONS, m[..., None]
+    return log_mixture(plus * np.log1p(c * (1 / m - 1)) + zero * np.log1p(c * (0.5 / m - 1)) + minus * np.log1p(-c))
+
+
+def log_downward(plus, zero, minus, m) -> np.ndarray:
+    """The log capital of the bets that the mean is below m: the upward bets, mirrored."""
+    return log_upward(minus, zero, plus, 1 - m)
+
+
 def bounds(plus, zero, minus, level: float) -> tuple[np.ndarray, np.ndarray]:
     """The confidence bounds of Delta after `plus` pairs with D = 1, `zero` with D = 0 and `minus` with D = -1
     (arrays of counts, any shape; no running intersection). Every count zero gives [-1, 1]."""
     plus, zero, minus = (np.asarray(x, dtype=float)[..., None] for x in (plus, zero, minus))
     threshold = math.log(2 / level)
-    c = BET_FRACTIONS
 
-    def log_mixture(log_capital: np.ndarray) -> np.ndarray:
-        top = log_capital.max(axis=-1, keepdims=True)
-        return (top + np.log(np.exp(log_capital - top).mean(axis=-1, keepdims=True)))[..., 0]
+    def upward(m):
+        return log_upward(plus, zero, minus, m)
 
-    def upward(m):  # bets that the mean exceeds m: non-increasing in m
-        m = m[..., None]
-        return log_mixture(plus * np.log1p(c * (1 / m - 1)) + zero * np.log1p(c * (0.5 / m - 1)) + minus * np.log1p(-c))
-
-    def downward(m):  # bets that the mean is below m: non-decreasing in m
-        m = m[..., None]
-        flip = 1 - m
-        return log_mixture(
-            minus * np.log1p(c * (1 / flip - 1)) + zero * np.log1p(c * (0.5 / flip - 1)) + plus * np.log1p(-c)
-        )
+    def downward(m):
+        return log_downward(plus, zero, minus, m)
 
     shape = plus.shape[:-1]
     # Lower bound: the least m still in the set (upward capital under the threshold); bisect keeping
@@ -140,9 +147,14 @@ class SequentialState:
     def interval(self) -> tuple[float, float]:
         return (self.points[-1].low, self.points[-1].high) if self.points else (-1.0, 1.0)
 
+    @property
+    def basis(self) -> str:
+        """What the projection rests on, in words."""
+        return projection_basis(self.counts)
+
     def projection(self) -> tuple[int, bool] | None:
-        """Undecided: the pairs that would decide it if the proportions seen so far held (and whether that is a
-        floor); None without a pair."""
+        """Undecided: the pairs that would decide it (and whether that is a floor), as a fixed comparison's are
+        found (paired.pairs_to_decide); None without a pair."""
         if self.decided or not self.counts.pairs:
             return None
         n, counts = self.counts.pairs, self.counts
@@ -154,7 +166,7 @@ class SequentialState:
             )
             return verdict_of((float(low), float(high)), self.margin) is not Verdict.UNDERPOWERED
 
-        return pairs_needed(n, decides)
+        return pairs_to_decide(counts, self.level, decides)
 
     def as_dict(self) -> dict:
         projection = self.projection()
@@ -172,6 +184,7 @@ class SequentialState:
             "decided_at": self.decided_at,
             "pairs_needed": projection[0] if projection else None,
             "more_than": projection[1] if projection else False,
+            "pairs_needed_basis": self.basis if projection else None,
         }
 
 
@@ -187,7 +200,26 @@ VERDICT_ORDER = (Verdict.UNDERPOWERED, Verdict.IMPROVED, Verdict.REGRESSED, Verd
 def first_decisions(low: np.ndarray, high: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
     """Along the last axis, the first decided verdict (an index into VERDICT_ORDER, 0: none) and the pair count
     where it was decided (0: none): verdict_of, for many sequences at once."""
-    code = np.select([low > 0, high < 0, (-margin < low) & (high < margin)], [1, 2, 3], 0)
+    return first_of(np.select([low > 0, high < 0, (-margin < low) & (high < margin)], [1, 2, 3], 0))
+
+
+def first_decisions_of_counts(plus, zero, minus, level: float, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """first_decisions(*running_bounds(plus, zero, minus, level), margin) without finding the bounds: a mean m is
+    outside the set exactly when the capital betting against it has reached 2 / level, so whether the running
+    bounds have cleared 0 or the margin takes one capital per look and edge (m = 1/2, (1 -+ margin) / 2), not a
+    bisection: what lets a launch preview simulate hundreds of campaigns."""
+    plus, zero, minus = (np.asarray(x, dtype=float)[..., None] for x in (plus, zero, minus))
+    threshold = math.log(2 / level)
+
+    def reached(capital, m: float) -> np.ndarray:
+        return np.maximum.accumulate(capital(plus, zero, minus, np.full(plus.shape[:-1], m)) >= threshold, axis=-1)
+
+    above, below = reached(log_upward, 0.5), reached(log_downward, 0.5)
+    inside = reached(log_upward, (1 - margin) / 2) & reached(log_downward, (1 + margin) / 2)
+    return first_of(np.select([above, below, inside], [1, 2, 3], 0))
+
+
+def first_of(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = (code > 0).argmax(axis=-1)  # 0 where none is decided, and code there is 0
     verdicts = np.take_along_axis(code, first[..., None], axis=-1)[..., 0]
     return verdicts, np.where(verdicts > 0, first + 1, 0)

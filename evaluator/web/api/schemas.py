@@ -132,6 +132,7 @@ class SequentialOut(Schema):
     decided_at: int | None = Field(description="the pairs at which it decided; null while undecided")
     pairs_needed: int | None
     more_than: bool
+    pairs_needed_basis: str | None
     cells_not_run: int = Field(description="the candidate's cells left unrun once it decided: what it saved")
 
 
@@ -312,9 +313,13 @@ class PairedOut(Schema):
     margin: float
     verdict: str = Field(description="improved, regressed, no_difference or underpowered")
     verdict_label: str
-    pairs_needed: int | None = Field(description="underpowered: pairs that would decide it at the proportions seen")
+    pairs_needed: int | None = Field(
+        description="underpowered: pairs that would decide it: with a difference seen, the pairs at which McNemar's "
+        "exact test has 80% power to detect it; with none, where the interval would lie within the margin"
+    )
     more_pairs: int | None
     more_than: bool = Field(description="pairs_needed is a floor: even that many would not decide it")
+    pairs_needed_basis: str | None = Field(description="what pairs_needed rests on, in words")
 
 
 class TaskPairedOut(PairedOut):
