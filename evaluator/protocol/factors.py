@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .aggregates import CellResult, Rate
+from .errors import ComparisonRefused
 from .paired import DEFAULT_LEVEL, PairCounts, PairedComparison, compare_pairs, pair_of
 from .resampling import RESAMPLES, SEED, percentile_interval, resample_indices
 from .scoring import Outcome
@@ -188,3 +189,18 @@ def factor_cells(rows: Iterable[tuple], choice: FactorChoice, group_of: dict | N
             factor = BASE
         cells.append(FactorCell((family, others), factor, level, result, scored, attempt))
     return cells
+
+
+class InvalidFactor(ComparisonRefused):
+    """A dimension or base label the campaign's matrix does not have."""
+
+
+def check_choice(choice: FactorChoice, levels_by_dimension: dict[str, list[str]]) -> None:
+    """The dimension must be one of the matrix's axes and the base one of its labels: every reason at once."""
+    if choice.dimension not in levels_by_dimension:
+        raise InvalidFactor(
+            [f"no dimension {choice.dimension!r} in this campaign's matrix; one of {', '.join(levels_by_dimension)}"]
+        )
+    labels = levels_by_dimension[choice.dimension]
+    if not choice.grouped and choice.base not in labels:
+        raise InvalidFactor([f"{choice.dimension} has no level {choice.base!r}; one of {', '.join(labels)}"])

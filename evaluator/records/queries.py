@@ -148,7 +148,7 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
             autonomous=autonomous,
         )
         for (status, outcome, autonomous), (family, task, dimensions, scored) in zip(
-            rows, _planned_cells(campaign, cells, matrix, len(rows)), strict=True
+            rows, planned_cells(campaign, cells, matrix, len(rows)), strict=True
         )
     ]
     maps = {}
@@ -175,7 +175,7 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
     )
 
 
-def _planned_cells(campaign: Campaign, cells, matrix: FullMatrix, count: int) -> list[tuple[str, str, dict, bool]]:
+def planned_cells(campaign: Campaign, cells, matrix: FullMatrix, count: int) -> list[tuple[str, str, dict, bool]]:
     """Each cell's family, task, dimensions and scoring, in plan order. Taken from the matrix when the campaign was
     planned from this very file (its checksum is in the identity): its cells are the matrix's cells of the families
     it names, in matrix order, one per cell index. Decoding 1,992 cells' JSON from the records costs the page more

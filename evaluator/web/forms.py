@@ -35,6 +35,7 @@ from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 from evaluator.readiness.verdicts import check_media_space, readiness
 from evaluator.records.models import Benchmark, Campaign, Policy, Task
+from evaluator.records.power_plans import preview_plans
 from evaluator.records.sequential import baseline_problems
 
 BLANK = [("", "default")]
@@ -432,12 +433,10 @@ def _sequential_preview(data: dict) -> dict | None:
     baseline = data.get("baseline")
     if baseline is None:
         return None
-    level, margin = data.get("level"), data.get("margin")
-    return {
-        "baseline": baseline.pk,
-        "level": DEFAULT_LEVEL if level is None else level,
-        "margin": DEFAULT_MARGIN if margin is None else margin,
-    }
+    level = DEFAULT_LEVEL if data.get("level") is None else data["level"]
+    margin = DEFAULT_MARGIN if data.get("margin") is None else data["margin"]
+    plans = [plan.as_dict() for plan in preview_plans(baseline, level, margin)]
+    return {"baseline": baseline.pk, "level": level, "margin": margin, "power": plans}
 
 
 def _plan_name(data: dict) -> str:

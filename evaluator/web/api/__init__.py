@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from evaluator.web.api import account, attempts, benchmarks, campaigns, curves, leaderboards, policies
+from evaluator.web.api import account, analysis, attempts, benchmarks, campaigns, curves, leaderboards, policies
 from evaluator.web.api.errors import install_handlers
 
 api = NinjaAPI(
@@ -21,5 +21,5 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 install_handlers(api)
-for module in (account, benchmarks, campaigns, curves, attempts, leaderboards, policies):
+for module in (account, benchmarks, campaigns, curves, analysis, attempts, leaderboards, policies):
     api.add_router("/", module.router)

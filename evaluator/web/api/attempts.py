@@ -27,13 +27,14 @@ def search(
     since: str = "",
     until: str = "",
     tag: str = "",
+    cell: str = "",
     campaign: int | None = None,
     sort: str = "-created",
     page: int = 1,
 ):
     """Every attempt matching the filters (task and policy match a part of the name; since and until are
-    YYYY-MM-DD; autonomous is yes or no; tag: a failure mode tagged on it now), sorted by a column of the run
-    table (- in front: descending)."""
+    YYYY-MM-DD; autonomous is yes or no; tag: a failure mode tagged on it now; cell: a full matrix's dimension and
+    its level, variant=darker), sorted by a column of the run table (- in front: descending)."""
     _, queryset, _ = search_attempts(request)
     found, count, pages = page_of(queryset, page)
     tags = current_tags(a.pk for a in found)

@@ -112,7 +112,12 @@ class PreviewOut(Schema):
     cells: int
     budgets: list[BudgetOut]
     full_plan: dict | None = None
-    sequential: dict | None = Field(None, description="against a baseline: its id, the level and the margin")
+    sequential: dict | None = Field(
+        None,
+        description="against a baseline: its id, the level and the margin, and `power`: for differences of 5, 10 and "
+        "20 points from the baseline's rate, the pairs a fixed design needs at 80% and 90% power and the mean pairs "
+        "of a sequential campaign over the baseline's cells (the plan GET /plan answers)",
+    )
     create_refused: list[str] = Field(
         default_factory=list, description="why Create would be refused though the plan is sound (this executor)"
     )

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.db.models import DurationField, ExpressionWrapper, F
+from django.db.models.fields.json import KeyTransform
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -33,6 +34,7 @@ SEARCH_FIELDS = (
     "since",
     "until",
     "tag",
+    "cell",
 )
 
 
@@ -84,6 +86,12 @@ def search_attempts(request: HttpRequest):
             queryset = queryset.filter(**{lookup: params[key]})
     if params["tag"]:  # a failure mode tagged on it now (not removed)
         queryset = queryset.filter(tags__mode__name=params["tag"], tags__removed_at__isnull=True).distinct()
+    if params["cell"]:  # a full matrix's dimension: variant=darker (the axis read as one JSON key, never a path)
+        axis, equals, level = params["cell"].partition("=")
+        if not equals or not axis or not level:
+            raise BadRequest("cell must be a matrix dimension and its level, e.g. variant=darker")
+        dimension = KeyTransform(axis, KeyTransform("dimensions", "full_cell"))
+        queryset = queryset.alias(cell_level=dimension).filter(cell_level=level)
     if params["autonomous"] in ("yes", "no"):
         queryset = queryset.filter(autonomous=params["autonomous"] == "yes")
     campaign_id = id_param(request, "campaign")

@@ -32,6 +32,7 @@ from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.labels import InvalidLabel, parse_filters
+from evaluator.protocol.paired import DEFAULT_LEVEL
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.scoring import Outcome
 from evaluator.readiness.verdicts import readiness
@@ -47,6 +48,7 @@ from evaluator.records.queries import (
 from evaluator.records.sequential import sequential_state_of
 from evaluator.records.tagging import failure_modes
 from evaluator.records.throughput import campaign_time
+from evaluator.records.variation import default_choice, variation_report
 from evaluator.web.access import require
 from evaluator.web.forms import PROTOCOL_SETTINGS, LaunchForm, fast_mode_seeds, launch_defaults, launch_sections
 from evaluator.web.launch_plans import baselines, initial_from
@@ -213,6 +215,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
     full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    choice = default_choice(campaign) if full else None
     outcome = request.GET.get("outcome", "")
     if outcome and outcome not in Outcome._value2member_map_:
         raise BadRequest(f"outcome must be one of {', '.join(o.value for o in Outcome)}")
@@ -250,6 +253,9 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "evaluator/campaign.html",
         {
             "full": full,
+            "variation": variation_report(campaign, choice, DEFAULT_LEVEL) if choice else None,
+            "variation_choice": choice,
+            "variation_percent": f"{100 * (1 - DEFAULT_LEVEL):g}",
             "campaign": campaign,
             "cells": cells,
             "page": page,
