@@ -28,7 +28,7 @@ import sys
 import time
 
 from rsi_client.client import ApiError, Client, WaitTimedOut
-from rsi_client.formatting import label_text, progress_line, rate_text, sequential_text, summary
+from rsi_client.formatting import label_text, plan_text, progress_line, rate_text, sequential_text, summary
 
 REFUSED, INFRASTRUCTURE, AUTH, FAILED, INTERRUPTED, OUTPUT_CLOSED = 1, 3, 4, 5, 130, 141
 
@@ -186,6 +186,12 @@ def leaderboard(client: Client, args) -> int:
     return 0
 
 
+def plan(client: Client, args) -> int:
+    found = client.plan(args.difference, args.baseline, args.rate, args.discordance, args.level, args.margin)
+    print(json.dumps(found, indent=1) if args.json else plan_text(found))
+    return 0
+
+
 def compare(client: Client, args) -> int:
     found = client.compare(args.a, args.b, args.level, args.margin)
     if args.json:
@@ -337,6 +343,17 @@ def parser() -> argparse.ArgumentParser:
     )
     versus.add_argument("--json", action="store_true")
     versus.set_defaults(run=compare)
+
+    ahead = commands.add_parser("plan", help="the pairs a question needs: power of a paired design, before a launch")
+    against = ahead.add_mutually_exclusive_group(required=True)
+    against.add_argument("--baseline", type=int, help="a baseline campaign: its success rate and cells")
+    against.add_argument("--rate", type=float, help="or a stated baseline success rate")
+    ahead.add_argument("--difference", type=float, required=True, help="to detect, B - A (e.g. 0.1; negative: worse)")
+    ahead.add_argument("--discordance", type=float, help="the share of pairs expected to differ (default: independent)")
+    ahead.add_argument("--level", type=float, help="the test's level (default 0.05)")
+    ahead.add_argument("--margin", type=float, help="of the sequential campaign's no-difference verdict (default 0.05)")
+    ahead.add_argument("--json", action="store_true")
+    ahead.set_defaults(run=plan)
 
     commands.add_parser("whoami", help="the user the token acts as, and its roles").set_defaults(run=whoami)
     for command in commands.choices.values():

@@ -202,6 +202,27 @@ class Client:
         query = {"label": label_query(labels), "x": x, "protocol": protocol, "level": level, "margin": margin}
         return self.request("GET", "/curve", query=query)
 
+    def plan(
+        self,
+        difference: float,
+        baseline: int | None = None,
+        baseline_rate: float | None = None,
+        discordance: float | None = None,
+        level: float | None = None,
+        margin: float | None = None,
+    ) -> dict:
+        """The pairs a fixed paired design needs to detect `difference` at 80% and 90% power (McNemar's exact test),
+        and the mean pairs of a sequential campaign: from a baseline campaign's rate and cells, or a stated rate."""
+        query = {
+            "difference": difference,
+            "baseline": baseline,
+            "baseline_rate": baseline_rate,
+            "discordance": discordance,
+            "level": level,
+            "margin": margin,
+        }
+        return self.request("GET", "/plan", query=query)
+
     def wait(
         self,
         campaign_id: int,

@@ -91,3 +91,25 @@ def sequential_text(state: dict) -> str:
     if state["decided_at"]:
         return f"{state['verdict_label']} after {state['decided_at']} pairs, difference in {interval}"
     return f"not decided after {state['pairs']} pairs, difference in {interval}"
+
+
+def plan_text(plan: dict) -> str:
+    """A power plan (GET /plan) as lines: the rates, the fixed design's pairs per power, the sequential campaign's."""
+    source = f"campaign {plan['baseline_campaign']}" if plan["baseline_campaign"] else "a stated rate"
+    lines = [
+        f"baseline {plan['baseline_rate']:.3f} ({source}) -> candidate {plan['candidate_rate']:.3f}: "
+        f"difference {plan['difference']:+.3f}, discordance {plan['discordance']:.3f}, level {plan['level']}"
+    ]
+    for row in plan["fixed_design"]:
+        pairs = f"more than {plan['most_pairs_computed']}" if row["more_than"] else str(row["pairs"])
+        fits = {True: "", False: f" (more than the baseline's {plan['baseline_cells']} cells)", None: ""}
+        lines.append(f"  fixed design, {row['power']:.0%} power: {pairs} pairs{fits[row['fits_baseline']]}")
+    sequential = plan["sequential"]
+    if sequential:
+        lines.append(
+            f"  sequential campaign, up to {sequential['most_pairs']} pairs: mean {sequential['mean_pairs']:.1f} "
+            f"+- {sequential['mean_standard_error']:.1f}, median {sequential['median_pairs']:.0f}, right direction "
+            f"{sequential['right_direction_share']:.0%} ({sequential['runs']} simulated)"
+        )
+    lines.append(f"  {plan['fixed_method']}")
+    return "\n".join(lines)

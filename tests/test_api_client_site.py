@@ -220,3 +220,18 @@ def test_the_readme_example_works_as_written(site, rsi):
     printed = rsi("-c", program, token=token, url=base, program="python")
     assert printed.returncode == 0, printed.stderr
     assert re.fullmatch(r"\d+/12 in \[\d\.\d\d, \d\.\d\d\]\n", printed.stdout)
+
+
+def test_rsi_plan_says_the_pairs_a_difference_needs_and_refuses_an_impossible_one(site, rsi):
+    """Issue 46, point 2: the pairs a fixed paired design needs at 80% and 90% power, "On the launch form's preview
+    (*against baseline*), in the API, and `rsi plan`"."""
+    base, db = site
+    token = make_token(base)
+    found = rsi("plan", "--rate", "0.3", "--difference", "0.3", token=token, url=base)
+    assert found.returncode == 0, found.stderr
+    assert "fixed design, 80% power: 50 pairs" in found.stdout and "fixed design, 90% power: 64 pairs" in found.stdout
+    assert "sequential campaign, up to 150 pairs: mean" in found.stdout
+    as_json = json.loads(rsi("plan", "--rate", "0.5", "--difference", "-0.2", "--json", token=token, url=base).stdout)
+    assert [row["pairs"] for row in as_json["fixed_design"]] == [103, 135]
+    refused = rsi("plan", "--rate", "0.95", "--difference", "0.1", token=token, url=base)
+    assert refused.returncode == 1 and "0.95 plus the difference 0.1 is 1.05" in refused.stderr
