@@ -208,3 +208,46 @@ def test_a_sequential_campaign_stopped_early_is_flagged_beside_full_rows(admin_c
     assert [r["cells_not_run"] for r in exported["rows"] if r["campaign"] == stopped.pk] == [3]
     page = admin_client.get(f"/leaderboards/{FETCH}/").content.decode()
     assert '<span class="sequential-not-run"' in page and "3 not run</span>" in page
+
+
+def test_groups_beside_the_rank_tell_apart_only_pairs_the_adjusted_paired_test_separates(admin_client, boards):
+    """Issue 46, point 4: "On a leaderboard and for any set of campaigns of one identity that share cells: every pair
+    compared on its common cells (Tango + exact McNemar), p-values adjusted (Holm), and the policies grouped into
+    'cannot tell apart' groups (letters, as compact letter display does); the leaderboard shows the groups beside
+    Rank (UB)." A (18/20) and B (17/20) share the first 17 successes: 1 discordant pair, one group; C (2/20, its
+    last three intervened in) differs from both on 15 or more pairs."""
+    from statsmodels.stats.multitest import multipletests
+
+    from evaluator.protocol.paired import mcnemar_exact_p
+
+    found = admin_client.get(f"/api/v1/leaderboards/{FETCH}").json()
+    groups = {row["policy"]: row["group"] for row in found["rows"]}
+    a, b, c = (groups[f"http://{x}.example:1/act"] for x in "abc")
+    assert a == b == "a" and c == "b"
+    pairs = {(p["a"], p["b"]): p for p in found["pairwise"]["pairs"]}
+    a_c = pairs[boards["a"].pk, boards["c"].pk]
+    assert (a_c["pairs"], a_c["only_a"], a_c["only_b"]) == (17, 15, 0)  # C's three human cells pair with nothing
+    assert a_c["mcnemar_exact_p"] == mcnemar_exact_p(15, 0)
+    raw = [p["mcnemar_exact_p"] for p in found["pairwise"]["pairs"]]
+    assert [p["holm_p"] for p in found["pairwise"]["pairs"]] == pytest.approx(
+        list(multipletests(raw, method="holm")[1])
+    )
+    page = admin_client.get(f"/leaderboards/{FETCH}/").content.decode()
+    header = page[page.index("<thead>") : page.index("</thead>")]
+    assert header.index(">Rank<") < header.index(">Group<") < header.index(">Policy<")
+    assert page.count('<td class="group">a</td>') == 2 and page.count('<td class="group">b</td>') == 1
+    csv_rows = list(
+        csv.DictReader(io.StringIO(admin_client.get(f"/leaderboards/{FETCH}/?format=csv").content.decode()))
+    )
+    assert sorted(row["group"] for row in csv_rows) == ["a", "a", "b"]
+
+
+def test_any_set_of_campaigns_of_one_identity_is_grouped_and_mixed_identities_are_refused(admin_client, boards):
+    query = "&".join(f"campaign={boards[x].pk}" for x in ("c", "a", "b"))
+    found = admin_client.get(f"/api/v1/pairwise?{query}").json()
+    assert [row["campaign"] for row in found["campaigns"]] == [boards["a"].pk, boards["b"].pk, boards["c"].pk]
+    assert [row["group"] for row in found["campaigns"]] == ["a", "a", "b"]
+    mixed = admin_client.get(f"/api/v1/pairwise?campaign={boards['a'].pk}&campaign={boards['d'].pk}")
+    assert mixed.status_code == 422 and "2 protocol identities" in mixed.json()["reasons"][0]
+    alone = admin_client.get(f"/api/v1/pairwise?campaign={boards['a'].pk}&campaign=999999").json()
+    assert alone["code"] == "comparison_refused" and alone["reasons"] == ["no campaign 999999"]

@@ -2,12 +2,13 @@
 ranked by its success rate (evaluator/protocol/leaderboard.py). Identities are never pooled; a full matrix has
 an identity of its own, so its board is apart from fast runs'. A campaign is finished when none of its planned
 cells is pending, queued or running and it was not cancelled; re-runs are not planned cells and do not count.
-Non-autonomous attempts are left out of every rate and counted on their row."""
+Non-autonomous attempts are left out of every rate and counted on their row. Beside the rank, the first
+MOST_COMPARED rows are compared pair by pair on their common cells and grouped by letters (records/pairwise.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import Count, Max, Q
@@ -15,8 +16,10 @@ from django.db.models import Count, Max, Q
 from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.labels import LabelFilter
 from evaluator.protocol.leaderboard import Standing, standings
+from evaluator.protocol.multiple import ManyComparison
 from evaluator.records.campaign_filters import with_labels
 from evaluator.records.models import Attempt, Campaign
+from evaluator.records.pairwise import MOST_COMPARED, compare_campaigns_in_order
 from evaluator.records.queries import campaign_summaries
 
 OPEN = (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)
@@ -32,6 +35,7 @@ class BoardRow:
     success_rate: Rate
     per_task: dict[str, Rate]
     non_autonomous: int
+    group: str | None = None  # letters: rows sharing one cannot be told apart; None past the rows compared
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Board:
     mode: str
     tasks: list[str]
     rows: list[BoardRow]  # by rank, then success rate, then policy name
+    comparison: ManyComparison | None  # the first MOST_COMPARED rows, pair by pair; None with one row
 
 
 @dataclass(frozen=True)
@@ -111,4 +116,8 @@ def board(protocol_id: str, labels: Iterable[LabelFilter] = ()) -> Board | None:
     ]
     rows.sort(key=lambda r: (r.standing.rank, -(r.success_rate.value or -1), r.campaign.policy.name))
     first = next(iter(newest.values()))
-    return Board(protocol_id, first.benchmark.name, first.mode, tasks, rows)
+    compared = [row.campaign.pk for row in rows[:MOST_COMPARED]]
+    comparison = compare_campaigns_in_order(compared) if len(compared) > 1 else None
+    if comparison:
+        rows = [replace(row, group=comparison.groups.get(row.campaign.pk)) for row in rows]
+    return Board(protocol_id, first.benchmark.name, first.mode, tasks, rows, comparison)

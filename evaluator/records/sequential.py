@@ -29,11 +29,20 @@ def cell_key(task: str, seed: int, full_cell: dict) -> tuple:
 
 def cells_by_key(campaign: Campaign) -> dict[tuple, CellResult]:
     """The campaign's original cells, as the aggregates count them, by pairing key: one query."""
-    rows = campaign.attempts.filter(rerun_of__isnull=True).order_by("cell_index").values_list(*CELL_COLUMNS)
-    return {
-        cell_key(task, seed, full_cell): cell_result(task, status, outcome, autonomous)
-        for task, seed, full_cell, status, outcome, autonomous in rows
-    }
+    return cells_by_key_of([campaign.pk])[campaign.pk]
+
+
+def cells_by_key_of(campaign_ids: Iterable[int]) -> dict[int, dict[tuple, CellResult]]:
+    """cells_by_key of many campaigns from one query (a leaderboard's rows, compared pair by pair)."""
+    found: dict[int, dict[tuple, CellResult]] = {pk: {} for pk in campaign_ids}
+    rows = (
+        Attempt.objects.filter(campaign_id__in=list(found), rerun_of__isnull=True)
+        .order_by("campaign_id", "cell_index")
+        .values_list("campaign_id", *CELL_COLUMNS)
+    )
+    for campaign_id, task, seed, full_cell, status, outcome, autonomous in rows:
+        found[campaign_id][cell_key(task, seed, full_cell)] = cell_result(task, status, outcome, autonomous)
+    return found
 
 
 def rule_of(campaign: Campaign) -> SequentialRule | None:

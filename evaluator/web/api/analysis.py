@@ -11,11 +11,12 @@ from ninja import Field, Query, Router, Schema
 
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.records.models import Campaign
+from evaluator.records.pairwise import compare_campaign_set
 from evaluator.records.power_plans import plan_against
 from evaluator.records.variation import factor_choice, variation_report
 from evaluator.web.api.common import link, operation
 from evaluator.web.api.errors import ApiError
-from evaluator.web.api.schemas import PairedOut, RateOut
+from evaluator.web.api.schemas import PairedOut, PairwiseOut, RateOut
 
 router = Router(tags=["analysis"])
 
@@ -131,3 +132,41 @@ def get_variation(
             )
             row["failing_url"] = f"{table}?{cell}"
     return {"campaign": campaign_id, **choice.as_dict(), **report}
+
+
+class ComparedCampaignOut(Schema):
+    campaign: int
+    policy: str
+    group: str = Field(description="letters: campaigns sharing one cannot be told apart")
+    url: str
+
+
+class ManyOut(Schema):
+    protocol_id: str
+    campaigns: list[ComparedCampaignOut] = Field(description="best success rate first: the letters follow this order")
+    pairwise: PairwiseOut
+
+
+@operation(router, "GET", "/pairwise", permission="view_campaign", response=ManyOut)
+def get_pairwise(
+    request,
+    campaign: list[int] = Query(..., description="two to 40 campaigns of one protocol identity (repeatable)"),
+    level: float = DEFAULT_LEVEL,
+):
+    """Many policies at once: every pair of the campaigns compared on its common cells (Tango's interval, McNemar's
+    exact test), the p-values Holm-adjusted, and the campaigns grouped by letters into sets that cannot be told
+    apart."""
+    campaigns, comparison = compare_campaign_set(campaign, level)
+    return {
+        "protocol_id": campaigns[0].protocol.protocol_id,
+        "campaigns": [
+            {
+                "campaign": c.pk,
+                "policy": c.policy.name,
+                "group": comparison.groups[c.pk],
+                "url": link(request, "evaluator:campaign", c.pk),
+            }
+            for c in campaigns
+        ],
+        "pairwise": comparison.as_dict(),
+    }

@@ -72,7 +72,9 @@ def board_out(request, found: Board) -> dict:
                 "cells": row.cells,
                 "cells_not_run": row.not_run,
                 "sequential": bool(row.campaign.sequential),
+                "group": row.group,
             }
             for row in found.rows
         ],
+        "pairwise": found.comparison.as_dict() if found.comparison else None,
     }

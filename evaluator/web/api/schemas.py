@@ -378,6 +378,33 @@ class LeaderboardRowOut(Schema):
     cells: int = Field(description="the campaign's planned cells")
     cells_not_run: int = Field(description="planned cells a sequential campaign left once its test had decided")
     sequential: bool = Field(description="run against a baseline and stopped once decided: fewer cells may have run")
+    group: str | None = Field(
+        description="letters: rows sharing one cannot be told apart (every pair on its common cells, exact McNemar, "
+        "Holm-adjusted); null past the first 40 rows"
+    )
+
+
+class PairwisePairOut(Schema):
+    a: int = Field(description="a campaign (the better ranked)")
+    b: int
+    common_cells: int = Field(description="cells both planned")
+    pairs: int = Field(description="common cells both ran to an autonomous, protocol-completed end")
+    only_a: int
+    only_b: int
+    difference: float | None = Field(description="B's success rate minus A's over the pairs")
+    interval_low: float | None = Field(description="Tango's score interval at the level")
+    interval_high: float | None
+    mcnemar_exact_p: float | None = Field(description="null: not compared (no cell in common)")
+    holm_p: float | None = Field(description="Holm-adjusted over every pair compared")
+    told_apart: bool = Field(description="the adjusted p-value is under the level")
+    compared: bool
+
+
+class PairwiseOut(Schema):
+    level: float
+    method: str
+    groups: dict[str, str] = Field(description="campaign id -> its letters")
+    pairs: list[PairwisePairOut]
 
 
 class LeaderboardOut(Schema):
@@ -387,6 +414,7 @@ class LeaderboardOut(Schema):
     tasks: list[str]
     rows: list[LeaderboardRowOut]
     method: str
+    pairwise: PairwiseOut | None = Field(description="the first 40 rows compared pair by pair (null with one row)")
 
 
 class LeaderboardIndexOut(Schema):

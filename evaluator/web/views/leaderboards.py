@@ -16,6 +16,7 @@ from django.utils.text import slugify
 from evaluator.exports.spreadsheets import csv_text
 from evaluator.protocol.labels import InvalidLabel, parse_filters
 from evaluator.records.leaderboards import Board, BoardRow, board, board_entries
+from evaluator.records.pairwise import MOST_COMPARED
 from evaluator.web.access import require
 from evaluator.web.api.leaderboards import METHOD, board_out, labelled
 
@@ -63,6 +64,7 @@ def leaderboard(request: HttpRequest, protocol_id: str) -> HttpResponse:
             "rows": rows,
             "sort": sort,
             "method": METHOD,
+            "most_compared": MOST_COMPARED,
             "differs": _plans_differ(found),
             "labels": labels,
             "label_query": urlencode([("label", text) for text in labels]),
@@ -91,7 +93,7 @@ def _plans_differ(found: Board) -> bool:
 
 
 def _csv(found: Board) -> str:
-    header = ["rank", "tied", "policy", "campaign", "successes", "completed", "success_rate", "wilson95_low"]
+    header = ["rank", "tied", "group", "policy", "campaign", "successes", "completed", "success_rate", "wilson95_low"]
     header += ["wilson95_high", "non_autonomous"] + [f"{task}_successes/completed" for task in found.tasks]
     rows = []
     for row in found.rows:
@@ -102,7 +104,14 @@ def _csv(found: Board) -> str:
             for task in found.tasks
         ]
         rows.append(
-            [row.standing.rank, row.standing.tied, row.campaign.policy.name, row.campaign.pk, rate.numerator]
+            [
+                row.standing.rank,
+                row.standing.tied,
+                row.group or "",
+                row.campaign.policy.name,
+                row.campaign.pk,
+                rate.numerator,
+            ]
             + [rate.denominator, rate.value, low, high, row.non_autonomous, *tasks]
         )
     return csv_text(header, rows)
