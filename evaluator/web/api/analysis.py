@@ -13,6 +13,7 @@ from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.records.models import Campaign
 from evaluator.records.pairwise import compare_campaign_set
 from evaluator.records.power_plans import plan_against
+from evaluator.records.stages import campaign_stages
 from evaluator.records.variation import factor_choice, variation_report
 from evaluator.web.api.common import link, operation
 from evaluator.web.api.errors import ApiError
@@ -170,3 +171,20 @@ def get_pairwise(
         ],
         "pairwise": comparison.as_dict(),
     }
+
+
+class StagesOut(Schema):
+    campaign: int
+    source: str
+    words: dict[str, str] = Field(description="each stage in words")
+    overall: dict[str, RateOut] = Field(description="per stage: episodes that reached it (Wilson 95%)")
+    per_task: dict[str, dict[str, RateOut]]
+
+
+@operation(router, "GET", "/campaigns/{campaign_id}/stages", permission="view_campaign", response=StagesOut)
+def get_stages(request, campaign_id: int):
+    """Partial credit where the benchmark reports it: per task and overall, the rate of each stage SimplerEnv's own
+    episode stats say an episode reached (grasped, lifted, near the target...), over the autonomous
+    protocol-completed episodes; empty where the benchmark reports none."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    return {"campaign": campaign_id, **campaign_stages(campaign).as_dict()}

@@ -11,12 +11,14 @@ from evaluator.execution.launching import do_prepare_export, do_start_attempts
 from evaluator.exports.archives import archive_of
 from evaluator.protocol.labels import InvalidLabel, LabelFilter, parse_filters
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
+from evaluator.protocol.stages import WORDS
 from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary, policy_versions
 from evaluator.records.roles import check_can
 from evaluator.records.sequential import cells_not_run, sequential_state_of
+from evaluator.records.stages import compared_stages
 from evaluator.records.throughput import campaign_time
 from evaluator.web.api.common import link, operation, page_of
 from evaluator.web.api.errors import ApiError
@@ -275,6 +277,10 @@ def compare(request, a: int, b: int, level: float = DEFAULT_LEVEL, margin: float
         "sequential": sequential_out(b, sequential) if sequential else None,
         "report_a": campaign_report(campaign_cells(a)).as_dict(),
         "report_b": campaign_report(campaign_cells(b)).as_dict(),
+        "stages": {
+            name: {"stage": WORDS[name], **paired.as_dict()}
+            for name, paired in compared_stages(a, b, comparison.level, comparison.margin).items()
+        },
         "url": link(request, "evaluator:compare") + f"?a={a.pk}&b={b.pk}&level={level}&margin={margin}",
     }
 

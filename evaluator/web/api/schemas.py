@@ -341,6 +341,10 @@ class KeptOutOut(Schema):
     unmatched: int = Field(description="cells in one campaign only")
 
 
+class StagePairedOut(PairedOut):
+    stage: str = Field(description="the stage in words")
+
+
 class ComparisonOut(Schema):
     a: int = Field(description="the baseline campaign")
     b: int = Field(description="the candidate campaign")
@@ -355,6 +359,10 @@ class ComparisonOut(Schema):
     sequential: SequentialOut | None
     report_a: ReportOut
     report_b: ReportOut
+    stages: dict[str, StagePairedOut] = Field(
+        description="partial credit: each stage SimplerEnv's episode stats report, paired as success is (apart from "
+        "the verdict, never in its place); empty where the benchmark reports none"
+    )
     url: str = Field(description="the comparison page")
 
 

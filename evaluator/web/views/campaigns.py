@@ -35,6 +35,7 @@ from evaluator.protocol.labels import InvalidLabel, parse_filters
 from evaluator.protocol.paired import DEFAULT_LEVEL
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.scoring import Outcome
+from evaluator.protocol.stages import WORDS, StageReport
 from evaluator.readiness.verdicts import readiness
 from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
@@ -46,6 +47,7 @@ from evaluator.records.queries import (
     policy_versions,
 )
 from evaluator.records.sequential import sequential_state_of
+from evaluator.records.stages import campaign_stages
 from evaluator.records.tagging import failure_modes
 from evaluator.records.throughput import campaign_time
 from evaluator.records.variation import default_choice, variation_report
@@ -255,6 +257,7 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "full": full,
             "variation": variation_report(campaign, choice, DEFAULT_LEVEL) if choice else None,
             "variation_choice": choice,
+            **stage_table(campaign_stages(campaign)),
             "variation_percent": f"{100 * (1 - DEFAULT_LEVEL):g}",
             "campaign": campaign,
             "cells": cells,
@@ -289,6 +292,16 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "outcomes": [(o.value, o.value.replace("_", " ")) for o in Outcome],
         },
     )
+
+
+def stage_table(report: StageReport) -> dict:
+    """The campaign page's partial-credit table: a column per stage, the overall row, a row per task."""
+    columns = [(name, WORDS[name]) for name in report.overall]
+    return {
+        "stage_columns": columns,
+        "stage_overall": [report.overall[name] for name, _ in columns],
+        "stage_tasks": [(task, [rates.get(name) for name, _ in columns]) for task, rates in report.per_task.items()],
+    }
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ from django.shortcuts import get_object_or_404, render
 
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
+from evaluator.protocol.stages import WORDS
 from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Artifact, Campaign
 from evaluator.records.queries import campaign_cells
 from evaluator.records.sequential import cell_key, cells_not_run, rule_of
+from evaluator.records.stages import compared_stages
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import PLAYBACK_SPEEDS, id_param, number_param, sequence_chart
 
@@ -50,6 +52,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         chart=sequence_chart(comparison.sequential) if comparison.sequential else None,
         not_run_b=cells_not_run(b),
         reverse_sequential=rule_of(a) is not None and rule_of(a).baseline == b.pk,
+        stage_rows=[(name, WORDS[name], p) for name, p in compared_stages(a, b, level, margin).items()],
     )
     return render(request, "evaluator/compare.html", context)
 
