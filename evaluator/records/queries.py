@@ -16,6 +16,7 @@ from evaluator.protocol.full_matrix import FullMatrix, load_matrix
 from evaluator.protocol.full_report import FullCellResult, FullReport, HeatMap, full_report, heat_maps, variant_of
 from evaluator.protocol.scoring import Outcome
 from evaluator.protocol.sim_to_real import NotComparable, SimRealComparison, reference, reference_task
+from evaluator.protocol.sim_to_real_intervals import MetricIntervals, RatePoint, metric_intervals
 from evaluator.records.models import (
     Attempt,
     Campaign,
@@ -225,15 +226,16 @@ class SimToRealTask:
     points: tuple[dict, ...]  # per policy with both rates: name, label, simulated, real, where each comes from
     comparison: SimRealComparison | None
     problem: str  # why there is no comparison
+    intervals: MetricIntervals | None = None  # bootstrap intervals of both metrics, from 3 policies
 
 
 REFERENCE = "ref:"  # the reference policies' names, apart from RSI's own policy names
 
 
-def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tuple[float, str]]]:
-    """{task: {policy name: (success over attempted scored cells, "campaign N")}} from each policy's newest
+def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tuple[float, str, int]]]:
+    """{task: {policy name: (success over attempted scored cells, "campaign N", attempted)}} from each policy's newest
     full campaign of that matrix; errors count as failures, human-intervened attempts do not count."""
-    rates: dict[str, dict[str, tuple[float, str]]] = {}
+    rates: dict[str, dict[str, tuple[float, str, int]]] = {}
     seen = set()
     full = Campaign.objects.filter(mode=Campaign.Mode.FULL, provenance__full_matrix__protocol=protocol)
     for campaign in full.select_related("policy").order_by("-created_at"):
@@ -248,7 +250,11 @@ def simulated_rates(protocol: str = "visual_matching") -> dict[str, dict[str, tu
         if tally:
             seen.add(campaign.policy.name)
         for task, (successes, attempted) in tally.items():
-            rates.setdefault(task, {})[campaign.policy.name] = (successes / attempted, f"campaign {campaign.pk}")
+            rates.setdefault(task, {})[campaign.policy.name] = (
+                successes / attempted,
+                f"campaign {campaign.pk}",
+                attempted,
+            )
     return rates
 
 
@@ -257,9 +263,9 @@ def sim_to_real_points(protocol: str = "visual_matching") -> dict[str, list[dict
     published rates and RSI's policies' (simulated from their full campaigns, real as users entered them)."""
     ref = reference()
     simulated = simulated_rates(protocol)
-    real_entered: dict[str, dict[str, tuple[float, str]]] = {}
+    real_entered: dict[str, dict[str, tuple[float, str, int | None]]] = {}
     for entry in RealRobotRate.objects.select_related("policy"):
-        real_entered.setdefault(entry.task, {})[entry.policy.name] = (entry.rate, entry.source)
+        real_entered.setdefault(entry.task, {})[entry.policy.name] = (entry.rate, entry.source, entry.trials)
     points = {}
     for task in ref["real"]:
         points[task] = [
@@ -270,13 +276,15 @@ def sim_to_real_points(protocol: str = "visual_matching") -> dict[str, list[dict
                 "real": real,
                 "simulated_from": "published (SimplerEnv paper)",
                 "real_from": "published (SimplerEnv paper)",
+                "simulated_trials": None,  # the paper's rates come without their episode counts here
+                "real_trials": None,
             }
             for name, real in ref["real"][task].items()
             if protocol == "visual_matching" and name in ref["simulated_visual_matching"].get(task, {})
         ]
-        for name, (sim, where) in simulated.get(task, {}).items():
+        for name, (sim, where, attempted) in simulated.get(task, {}).items():
             if name in real_entered.get(task, {}):
-                real, source = real_entered[task][name]
+                real, source, trials = real_entered[task][name]
                 points[task].append(
                     {
                         "name": name,
@@ -285,6 +293,8 @@ def sim_to_real_points(protocol: str = "visual_matching") -> dict[str, list[dict
                         "real": real,
                         "simulated_from": where,
                         "real_from": source,
+                        "simulated_trials": attempted,
+                        "real_trials": trials,
                     }
                 )
     return points
@@ -301,5 +311,12 @@ def sim_to_real_report(points: dict[str, list[dict]], chosen: Collection[str] | 
             problem = ""
         except NotComparable as exc:
             comparison, problem = None, str(exc)
-        report.append(SimToRealTask(task, selected, comparison, problem))
+        intervals = None
+        if comparison:
+            rates = [
+                RatePoint(p["name"], p["simulated"], p["real"], p["simulated_trials"], p["real_trials"])
+                for p in selected
+            ]
+            intervals = metric_intervals(rates)
+        report.append(SimToRealTask(task, selected, comparison, problem, intervals))
     return report
