@@ -157,3 +157,25 @@ def test_a_plan_against_a_baseline_says_whether_its_cells_are_enough_and_what_a_
     assert sequential["right_direction_share"] > 0.7
     again = simulate_sequential(design_from_rates(0.3, 0.3), 60)
     assert again.mean == sequential["mean_pairs"]  # seeded: a page shows the same numbers on every visit
+
+
+@pytest.mark.parametrize(
+    ("only_a", "only_b", "most", "runs"), [(0.12, 0.42, 60, 50), (0.2, 0.2, 700, 300), (0.3, 0.1, 90, 40)]
+)
+def test_each_simulated_campaign_stops_where_its_confidence_sequence_first_decides(only_a, only_b, most, runs):
+    """The preview simulates block by block, dropping the sequences already decided; the same pairs through the
+    campaign's own bounds (bisection, running intersection, first decision) stop at the same pair every time."""
+    from evaluator.protocol.power import CELLS_PER_CHUNK, SEQUENTIAL_SEED, simulate_sequential
+
+    design = PairDesign(only_a, only_b)
+    found = simulate_sequential(design, most, runs=runs)
+    rng = np.random.default_rng(SEQUENTIAL_SEED)
+    block = max(1, min(most, CELLS_PER_CHUNK // runs))
+    draws = np.concatenate([rng.random((runs, min(block, most - f))) for f in range(0, most, block)], axis=1)
+    minus, plus = draws < only_a, (draws >= only_a) & (draws < only_a + only_b)
+    verdicts, at = first_decisions(
+        *running_bounds(np.cumsum(plus, 1), np.cumsum(~plus & ~minus, 1), np.cumsum(minus, 1), 0.05), 0.05
+    )
+    stops = np.where(at > 0, at, most)
+    assert found.mean == pytest.approx(stops.mean()) and found.median == np.median(stops)
+    assert found.decided == pytest.approx((verdicts > 0).mean())

@@ -30,11 +30,14 @@ import numpy as np
 from .errors import ComparisonRefused
 from .mcnemar import MOST_PAIRS_PROJECTED, PairDesign, fixed_pairs
 from .paired import DEFAULT_LEVEL, DEFAULT_MARGIN, check_level_and_margin
-from .sequential import first_decisions_of_counts
+from .sequential import decision_codes, edges_reached, first_of
 
 POWERS = (0.8, 0.9)
 SEQUENTIAL_RUNS = 400  # simulated sequences per preview: the mean's Monte Carlo error is said beside it
 SEQUENTIAL_SEED = 20261206
+# Past this many pairs a preview does not simulate (seconds of work per call): the plan says so instead.
+MOST_PAIRS_SIMULATED = 5_000
+CELLS_PER_CHUNK = 200_000  # simulated pairs held at once (each with 20 bets): about 32 MB
 
 
 class InvalidDesign(ComparisonRefused):
@@ -112,17 +115,26 @@ def simulate_sequential(
     """`runs` sequences of up to `most` pairs drawn from the design, each stopped where the campaign would stop."""
     check_level_and_margin(level, margin)
     rng = np.random.default_rng(seed)
-    stops, verdicts = [], []
-    for start in range(0, runs, 100):  # in chunks: the bounds hold 20 bets per pair per sequence
-        draws = rng.random((min(100, runs - start), most))
-        minus = draws < design.only_a
-        plus = (draws >= design.only_a) & (draws < design.discordance)
-        verdict, decided_at = first_decisions_of_counts(
-            np.cumsum(plus, axis=1), np.cumsum(~plus & ~minus, axis=1), np.cumsum(minus, axis=1), level, margin
-        )
-        stops.append(np.where(decided_at > 0, decided_at, most))
-        verdicts.append(verdict)
-    stop, verdict = np.concatenate(stops), np.concatenate(verdicts)
+    stop, verdict = np.full(runs, most), np.zeros(runs, dtype=int)
+    counts = np.zeros((runs, 3))  # plus, zero, minus so far
+    lower, upper = np.zeros(runs, dtype=bool), np.zeros(runs, dtype=bool)  # the margin's edges cleared so far
+    open_runs = np.arange(runs)
+    block = max(1, min(most, CELLS_PER_CHUNK // runs))
+    # Block by block of pairs, the undecided sequences only: most decide long before the baseline's cells run out.
+    for first in range(0, most, block):
+        size = min(block, most - first)
+        draws = rng.random((runs, size))[open_runs]  # every sequence draws, so a seed gives the same pairs
+        minus, plus = draws < design.only_a, (draws >= design.only_a) & (draws < design.discordance)
+        steps = np.stack([plus, ~plus & ~minus, minus], axis=-1).cumsum(axis=1) + counts[open_runs, None, :]
+        above, below, over, under = edges_reached(steps[..., 0], steps[..., 1], steps[..., 2], level, margin)
+        over, under = over | lower[open_runs, None], under | upper[open_runs, None]
+        code, at = first_of(decision_codes(above, below, over, under))
+        decided = code > 0
+        stop[open_runs[decided]], verdict[open_runs[decided]] = first + at[decided], code[decided]
+        counts[open_runs], lower[open_runs], upper[open_runs] = steps[:, -1], over[:, -1], under[:, -1]
+        open_runs = open_runs[~decided]
+        if not open_runs.size:
+            break
     right = 1 if design.difference > 0 else 2  # VERDICT_ORDER: improved, regressed
     return SequentialPairs(
         runs=runs,
@@ -145,7 +157,7 @@ class PowerPlan:
     level: float
     margin: float
     fixed: dict[float, int | None]  # power -> pairs (None: more than MOST_PAIRS_PROJECTED)
-    sequential: SequentialPairs | None
+    sequential: SequentialPairs | None  # None past MOST_PAIRS_SIMULATED pairs, or without a fixed design's pairs
     cells: int | None  # the baseline campaign's cells, where one was named
 
     def as_dict(self) -> dict:
@@ -166,6 +178,7 @@ class PowerPlan:
             "most_pairs_computed": MOST_PAIRS_PROJECTED,
             "baseline_cells": self.cells,
             "sequential": self.sequential.as_dict() if self.sequential else None,
+            "most_pairs_simulated": MOST_PAIRS_SIMULATED,
         }
 
 
@@ -189,5 +202,7 @@ def plan_power(
     design = design_from_rates(baseline_rate, difference, discordance)
     fixed = {power: fixed_pairs(design, level, power) for power in POWERS}
     most = cells if cells else 3 * fixed[POWERS[0]] if fixed[POWERS[0]] else None
-    sequential = simulate_sequential(design, most, level, margin) if most else None
+    sequential = None
+    if most and most <= MOST_PAIRS_SIMULATED:
+        sequential = simulate_sequential(design, most, level, margin)
     return PowerPlan(baseline_rate, difference, design, level, margin, fixed, sequential, cells)

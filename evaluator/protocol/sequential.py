@@ -208,15 +208,29 @@ def first_decisions_of_counts(plus, zero, minus, level: float, margin: float) ->
     outside the set exactly when the capital betting against it has reached 2 / level, so whether the running
     bounds have cleared 0 or the margin takes one capital per look and edge (m = 1/2, (1 -+ margin) / 2), not a
     bisection: what lets a launch preview simulate hundreds of campaigns."""
+    return first_of(decision_codes(*edges_reached(plus, zero, minus, level, margin)))
+
+
+def edges_reached(plus, zero, minus, level: float, margin: float) -> tuple[np.ndarray, ...]:
+    """Along the last axis, whether the running bounds have yet cleared: 0 from below (the lower bound above 0), 0
+    from above, -margin and +margin."""
     plus, zero, minus = (np.asarray(x, dtype=float)[..., None] for x in (plus, zero, minus))
     threshold = math.log(2 / level)
 
     def reached(capital, m: float) -> np.ndarray:
         return np.maximum.accumulate(capital(plus, zero, minus, np.full(plus.shape[:-1], m)) >= threshold, axis=-1)
 
-    above, below = reached(log_upward, 0.5), reached(log_downward, 0.5)
-    inside = reached(log_upward, (1 - margin) / 2) & reached(log_downward, (1 + margin) / 2)
-    return first_of(np.select([above, below, inside], [1, 2, 3], 0))
+    return (
+        reached(log_upward, 0.5),
+        reached(log_downward, 0.5),
+        reached(log_upward, (1 - margin) / 2),
+        reached(log_downward, (1 + margin) / 2),
+    )
+
+
+def decision_codes(above, below, over_lower_edge, under_upper_edge) -> np.ndarray:
+    """The verdict each look's edges decide (an index into VERDICT_ORDER, 0: none)."""
+    return np.select([above, below, over_lower_edge & under_upper_edge], [1, 2, 3], 0)
 
 
 def first_of(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

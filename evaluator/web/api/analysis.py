@@ -55,7 +55,11 @@ class PlanOut(Schema):
     fixed_method: str
     most_pairs_computed: int
     baseline_cells: int | None
-    sequential: SequentialPlanOut | None
+    sequential: SequentialPlanOut | None = Field(
+        description="null when it would run more than most_pairs_simulated pairs (or the fixed design needs more "
+        "than most_pairs_computed)"
+    )
+    most_pairs_simulated: int
 
 
 @operation(router, "GET", "/plan", permission="view_campaign", response=PlanOut)
