@@ -14,6 +14,7 @@ from evaluator.records.sequential import cells_by_key_of
 
 # Pairs grow as the square of the rows: 40 rows are 780 pairs, compared in well under a second.
 MOST_COMPARED = 40
+LARGEST_ID = 2**63
 
 
 def compare_campaigns_in_order(order: Sequence[int], level: float = DEFAULT_LEVEL) -> ManyComparison:
@@ -27,7 +28,8 @@ def compare_campaign_set(
     """Named campaigns, checked to be of one identity and within MOST_COMPARED, ordered by success rate (best first)
     and compared; refused with every reason."""
     ids = list(dict.fromkeys(campaign_ids))
-    campaigns = {c.pk: c for c in Campaign.objects.filter(pk__in=ids).select_related("protocol", "policy")}
+    storable = [pk for pk in ids if 0 < pk < LARGEST_ID]  # a database integer: nothing larger can be a record
+    campaigns = {c.pk: c for c in Campaign.objects.filter(pk__in=storable).select_related("protocol", "policy")}
     reasons = [f"no campaign {pk}" for pk in ids if pk not in campaigns]
     if len(ids) < 2:
         reasons.append("name at least two campaigns")
