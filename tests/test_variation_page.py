@@ -156,3 +156,25 @@ def test_the_launch_preview_against_a_baseline_shows_the_pairs_each_difference_n
     }
     page = operator.post("/campaigns/new/", form).content.decode()
     assert 'id="preview-power"' in page and "against the baseline's 40 cells" in page
+
+
+def test_the_preview_plans_the_difference_asked_for_and_says_why_one_cannot_be(operator, catalogs):
+    baseline = baseline_campaign(12)
+    body = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach"], "seeds": list(range(40))}
+    body |= {"against": baseline.pk, "budget_mode": "decisions", "detect": 0.15}
+    preview = operator.post("/api/v1/campaigns/preview", json.dumps(body), content_type="application/json").json()
+    assert [plan["difference"] for plan in preview["sequential"]["power"]] == [0.15, 0.05, 0.1, 0.2]
+    assert (
+        preview["sequential"]["power"][0]["fixed_design"] == plan_power(0.3, 0.15, cells=40).as_dict()["fixed_design"]
+    )
+    impossible = operator.post(
+        "/api/v1/campaigns/preview", json.dumps(body | {"detect": 0.0}), content_type="application/json"
+    ).json()
+    assert impossible["sequential"]["power_refused"] == ["the difference to detect must not be 0"]
+    assert len(impossible["sequential"]["power"]) == 3  # the standard differences still planned
+    alone = {key: value for key, value in body.items() if key != "against"}
+    refused = operator.post("/api/v1/campaigns/preview", json.dumps(alone), content_type="application/json")
+    assert refused.status_code == 422
+    assert "a difference to detect is planned against a baseline: give the baseline campaign too" in str(
+        refused.json()["reasons"]
+    )

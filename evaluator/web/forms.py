@@ -35,7 +35,7 @@ from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.seeds import MAX_SEEDS, check_cell_count, consecutive_seeds, parse_seed_list
 from evaluator.readiness.verdicts import check_media_space, readiness
 from evaluator.records.models import Benchmark, Campaign, Policy, Task
-from evaluator.records.power_plans import preview_plans
+from evaluator.records.power_plans import sequential_preview
 from evaluator.records.sequential import baseline_problems
 
 BLANK = [("", "default")]
@@ -128,6 +128,14 @@ class LaunchForm(forms.Form):
         help_text=f"With a baseline: differences of success rate under this count as none (default {DEFAULT_MARGIN}).",
         widget=forms.NumberInput(attrs={"placeholder": f"default {DEFAULT_MARGIN}", "step": "any"}),
     )
+    detect = forms.FloatField(
+        label="difference to detect",
+        required=False,
+        min_value=-1,
+        max_value=1,
+        help_text="With a baseline: the preview says how many pairs this difference needs (B - A, e.g. 0.15).",
+        widget=forms.NumberInput(attrs={"placeholder": "5, 10 and 20 points", "step": "any"}),
+    )
 
     labels = forms.CharField(
         required=False,
@@ -194,7 +202,9 @@ class LaunchForm(forms.Form):
             "seeds": data["seeds"],
             "cells": len(data["tasks"]) * len(data["seeds"]),
             "full": data.get("full_plan"),
-            "sequential": _sequential_preview(data),
+            "sequential": sequential_preview(
+                data.get("baseline"), data.get("level"), data.get("margin"), data.get("detect")
+            ),
             "create_refused": create_refused(data["config"].benchmark),
         }
 
@@ -281,6 +291,8 @@ class LaunchForm(forms.Form):
         if against is None:
             if data.get("level") is not None or data.get("margin") is not None:
                 return ["a level and margin set a sequential campaign's test: give the baseline campaign too"]
+            if data.get("detect") is not None:
+                return ["a difference to detect is planned against a baseline: give the baseline campaign too"]
             return []
         baseline = Campaign.objects.select_related("protocol").filter(pk=against).first()
         if baseline is None:
@@ -350,7 +362,7 @@ LAUNCH_SECTIONS = (
         ("budget_mode", "horizon_multiplier", "max_policy_calls", "replan_interval", "runner_step_cap"),
     ),
     ("full", "Native full matrix", ("full", "families")),
-    ("sequential", "Sequential test against a baseline (optional)", ("against", "level", "margin")),
+    ("sequential", "Sequential test against a baseline (optional)", ("against", "level", "margin", "detect")),
 )
 
 
@@ -427,16 +439,6 @@ def create_refused(benchmark: str) -> list[str]:
     except ProtocolError as exc:
         problems.append(str(exc))
     return problems
-
-
-def _sequential_preview(data: dict) -> dict | None:
-    baseline = data.get("baseline")
-    if baseline is None:
-        return None
-    level = DEFAULT_LEVEL if data.get("level") is None else data["level"]
-    margin = DEFAULT_MARGIN if data.get("margin") is None else data["margin"]
-    plans = [plan.as_dict() for plan in preview_plans(baseline, level, margin)]
-    return {"baseline": baseline.pk, "level": level, "margin": margin, "power": plans}
 
 
 def _plan_name(data: dict) -> str:

@@ -67,6 +67,7 @@ def launch_form(plan: LaunchIn) -> LaunchForm:
         "against": "" if plan.against is None else str(plan.against),
         "level": "" if plan.level is None else str(plan.level),
         "margin": "" if plan.margin is None else str(plan.margin),
+        "detect": "" if plan.detect is None else str(plan.detect),
         **{name: "" if getattr(plan, name) is None else str(getattr(plan, name)) for name in optional},
     }
     form = LaunchForm(data, labels=plan.labels)

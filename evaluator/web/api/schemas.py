@@ -86,6 +86,10 @@ class LaunchIn(Schema):
     )
     level: float | None = Field(None, description="with `against`: the sequential test's level (default 0.05)")
     margin: float | None = Field(None, description="with `against`: the margin of no difference (default 0.05)")
+    detect: float | None = Field(
+        None,
+        description="with `against`: a difference (B - A) whose pairs the preview plans, beside 5, 10 and 20 points",
+    )
     labels: dict[str, str] = Field(
         default_factory=dict,
         description='frozen with the plan, e.g. {"run": "abc", "step": "5000"}; a tag is a name with the value ""',
