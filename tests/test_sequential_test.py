@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.sequential_test import Scenario, fixed_design_pairs, fixed_design_power, simulate
+from bench.sequential_test import Scenario, simulate
+from evaluator.protocol.mcnemar import PairDesign, PowerCurve, fixed_pairs
 from evaluator.protocol.paired import Verdict
+from evaluator.protocol.power import design_from_rates
 from evaluator.protocol.sequential import BET_FRACTIONS, bounds, run_order, sequential_state
 
 LEVEL = 0.05
@@ -128,9 +130,11 @@ def test_under_a_real_difference_the_median_pairs_are_below_the_fixed_designs():
     """Candidate 60% against a baseline at 30%: the fixed design (McNemar's exact test at 80% power, computed
     exactly) needs 50 pairs; the sequential campaign decides `improved` in fewer, in the median, and always."""
     scenario = Scenario(0.3, 0.6, max_pairs=300)
-    fixed = fixed_design_pairs(scenario.rate_a, scenario.rate_b, LEVEL)
+    design = design_from_rates(scenario.rate_a, scenario.rate_b - scenario.rate_a)
+    fixed = fixed_pairs(design, LEVEL, 0.8)
     assert fixed == 50
-    assert fixed_design_power(fixed, 0.3, 0.6, LEVEL) >= 0.8 > fixed_design_power(fixed - 1, 0.3, 0.6, LEVEL)
+    power = PowerCurve(design, LEVEL)
+    assert power(fixed) >= 0.8 > power(fixed - 1)
     found = simulate(scenario, runs=400, level=LEVEL, margin=0.05, seed=5)
     assert found.share(Verdict.IMPROVED) == 1.0
     assert float(np.median(found.pairs_run)) < fixed
@@ -151,5 +155,6 @@ def test_the_coverage_of_the_sequence_holds_at_every_look_under_a_difference():
 def test_a_fixed_design_power_by_hand():
     """Rates 0 and 1: every pair is a candidate win. Five of them give p = 2/32 = 0.0625, never below 0.05; six give
     2/64, always."""
-    assert fixed_design_power(5, 0.0, 1.0, LEVEL) == 0.0
-    assert fixed_design_power(6, 0.0, 1.0, LEVEL) == pytest.approx(1.0)
+    power = PowerCurve(PairDesign(0.0, 1.0), LEVEL)
+    assert power(5) == 0.0
+    assert power(6) == pytest.approx(1.0)
