@@ -249,3 +249,32 @@ def test_the_torchscript_host_loads_the_very_bytes_it_hashes(tmp_path):
     assert loaded["sha256"] == hashlib.sha256(data).hexdigest()
     [actions] = model.infer([({}, {"observation/image": np.zeros((4, 4, 3), dtype=np.uint8)})])
     assert actions.tolist() == [[2.0, 2.0, 2.0, 2.0]]
+
+
+def test_a_model_hosts_slow_handshake_is_setup_never_charged_to_the_calls_deadline(run_spec, tmp_path, monkeypatch):
+    # docs/policies.md: "One wall-clock deadline per call (`timeout_s`)", and a model host's load "is recorded ...
+    # never as call latency". Connecting to the machine's own host is setup: on a busy machine the handshake may
+    # take longer than a fast model's call deadline, and must not end the episode as a setup error.
+    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    import time
+
+    from evaluator.policies import openpi
+
+    class Zeros(torch.nn.Module):
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(5, 4) * image.float().mean()
+
+    path = tmp_path / "zeros.pt"
+    torch.jit.script(Zeros()).save(str(path))
+    handshakes = []
+
+    def slow_connect(*args, **kwargs):
+        handshakes.append(kwargs["open_timeout"])
+        time.sleep(1.5)  # longer than the call deadline below
+        return real_connect(*args, **kwargs)
+
+    real_connect = openpi.connect
+    monkeypatch.setattr(openpi, "connect", slow_connect)
+    attempt = run_spec(f"torchscript:{path}?timeout_s=1")
+    assert (attempt.outcome, attempt.error_type, attempt.policy_calls) == ("task_failure", "", 10)
+    assert len(handshakes) == 1 and handshakes[0] > 1.5

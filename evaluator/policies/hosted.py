@@ -13,6 +13,10 @@ from evaluator.policies.model_hosts import HostPlan, RunningHost, model_host
 from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.protocol.scoring import ErrorType
 
+# Connecting to the machine's own host, already loaded, is RSI's setup, not a call: a tight per-call deadline
+# (milliseconds, for a fast local model) must not turn a busy machine's slow handshake into a setup error.
+HOST_CONNECT_S = 30.0
+
 
 def episode_seed(token: str) -> int:
     """The seed of an episode's noise in its host: from its random token, so that an episode's draws are its own."""
@@ -46,7 +50,11 @@ class HostedPolicy(Policy):
         with model_host(self.plan()) as host:
             self.host = host
             self.check_loaded(host.loaded)
-            self.connection = OpenPiPolicy(f"{host.uri}/?episode_seed={episode_seed(start.token)}", self.timeout_s)
+            self.connection = OpenPiPolicy(
+                f"{host.uri}/?episode_seed={episode_seed(start.token)}",
+                self.timeout_s,
+                connect_timeout_s=max(self.timeout_s, HOST_CONNECT_S),
+            )
             self.connection.start_episode(start)
             self.metadata = self.connection.metadata or {}
 

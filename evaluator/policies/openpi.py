@@ -88,10 +88,13 @@ class OpenPiPolicy(Policy):
         profile: str = "rsi",
         image_key: str | None = None,
         prompt_key: str | None = None,
+        connect_timeout_s: float | None = None,
     ):
         if profile not in PROFILES:
             raise ValueError(f"unknown openpi observation profile {profile!r}; one of {', '.join(PROFILES)}")
         self.uri, self.timeout_s = uri, timeout_s
+        # The episode's handshake (connection and metadata) is no call: by default it shares the call's deadline.
+        self.connect_timeout_s = timeout_s if connect_timeout_s is None else connect_timeout_s
         self.profile = PROFILES[profile]
         self.image_key = image_key or self.profile.image
         self.prompt_key = prompt_key or self.profile.prompt
@@ -127,7 +130,9 @@ class OpenPiPolicy(Policy):
                 )
                 received = self.socket.recv(timeout=deadline.remaining())
             except (TimeoutError, PolicyFailure):
-                raise self._fail(ErrorType.POLICY_TIMEOUT, f"no server metadata within {self.timeout_s:g} s") from None
+                raise self._fail(
+                    ErrorType.POLICY_TIMEOUT, f"no server metadata within {deadline.seconds:g} s"
+                ) from None
             except (OSError, WebSocketException) as exc:
                 raise self._fail(ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", repr(exc)) from None
             try:
@@ -141,7 +146,7 @@ class OpenPiPolicy(Policy):
         self.start = start
         self._discard()
         try:
-            self._open(CallDeadline(self.timeout_s))
+            self._open(CallDeadline(self.connect_timeout_s))
         except PolicyFailure as failure:
             raise PolicySetupFailure(f"the openpi server at {self.uri}: {failure.public} ({failure.detail})") from None
 
