@@ -13,8 +13,8 @@ import redis
 from PIL import Image
 
 from evaluator.live.redis_hub import RedisLiveHub
+from tests.live_sockets import as_read, attempt_socket, pending_attempt, run_attempt, user_session
 from tests.servers.redis import redis_server
-from tests.test_live_consumer import _as_read, _pending, _run, _socket, _user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,13 +49,13 @@ def _drain(socket) -> list[dict]:
 
 def test_a_viewer_that_stops_reading_holds_one_picture_while_every_event_arrives_through_redis(redis_hubs):
     server, worker, web = redis_hubs
-    attempt = _pending()
-    _, session = _user("walt", "watcher")
+    attempt = pending_attempt()
+    _, session = user_session("walt", "watcher")
 
     async def scenario():
-        stalled, reading = _socket(attempt.pk, session), _socket(attempt.pk, session)
+        stalled, reading = attempt_socket(attempt.pk, session), attempt_socket(attempt.pk, session)
         assert (await stalled.connect())[0] and (await reading.connect())[0]
-        run = asyncio.get_running_loop().run_in_executor(None, _run, attempt.pk)
+        run = asyncio.get_running_loop().run_in_executor(None, run_attempt, attempt.pk)
         pictures = []
         while not run.done() or not reading.output_queue.empty():
             try:
@@ -73,7 +73,7 @@ def test_a_viewer_that_stops_reading_holds_one_picture_while_every_event_arrives
         return queued, pictures
 
     queued, pictures = asyncio.run(scenario())
-    events = [e for m in queued if m.get("text") for e in _as_read(json.loads(m["text"]))]
+    events = [e for m in queued if m.get("text") for e in as_read(json.loads(m["text"]))]
     steps = [e["event"]["step"] for e in events if e.get("type") == "event" and e["event"]["kind"] == "step"]
     assert steps == list(range(51))  # every small event came through the Redis channel layer
     assert events[-1]["event"]["kind"] == "finished"
@@ -93,12 +93,12 @@ def test_an_intervention_is_refused_and_recorded_nowhere_when_redis_is_down(redi
     from evaluator.records.models import Attempt, Intervention
 
     server, worker, web = redis_hubs
-    attempt = _pending()
+    attempt = pending_attempt()
     attempt.status = Attempt.Status.RUNNING
     attempt.save()
     # The running attempt's state as a worker's publisher stores it.
     redis.Redis.from_url(server.url).set(f"rsi:live:{attempt.pk}:state", json.dumps({"status": "running", "step": 4}))
-    user, _ = _user("ivan", "intervener")
+    user, _ = user_session("ivan", "intervener")
     assert web.control_flags(attempt.pk) == {
         "paused": False,
         "taken_over": False,
