@@ -75,7 +75,8 @@ def test_an_openpi_server_runs_a_full_episode(run_spec, servers):
     assert first["prompt"] == "pick up the black cube and hold it at the red target"
 
 
-def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_spec, tmp_path, media_root):
+def saved_zeros_module(folder: Path) -> Path:
+    """A TorchScript module answering a chunk of zeros, saved under `folder`."""
     torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
 
     class Zeros(torch.nn.Module):
@@ -83,8 +84,13 @@ def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_spec, tm
             # Uses the frame, so a wrong input would fail: the mean brightness scaled to nothing.
             return torch.zeros(5, 4) * image.float().mean()
 
-    path = tmp_path / "zeros.pt"
+    path = folder / "zeros.pt"
     torch.jit.script(Zeros()).save(str(path))
+    return path
+
+
+def test_a_torchscript_module_saved_by_the_test_runs_a_full_episode(run_spec, tmp_path, media_root):
+    path = saved_zeros_module(tmp_path)
     attempt = run_spec(f"torchscript:{path}")
     assert (attempt.outcome, attempt.environment_steps, attempt.policy_calls) == ("task_failure", 50, 10)
     assert attempt.action_decisions == 10
@@ -255,17 +261,11 @@ def test_a_model_hosts_slow_handshake_is_setup_never_charged_to_the_calls_deadli
     # docs/policies.md: "One wall-clock deadline per call (`timeout_s`)", and a model host's load "is recorded ...
     # never as call latency". Connecting to the machine's own host is setup: on a busy machine the handshake may
     # take longer than a fast model's call deadline, and must not end the episode as a setup error.
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
     import time
 
     from evaluator.policies import openpi
 
-    class Zeros(torch.nn.Module):
-        def forward(self, image: torch.Tensor) -> torch.Tensor:
-            return torch.zeros(5, 4) * image.float().mean()
-
-    path = tmp_path / "zeros.pt"
-    torch.jit.script(Zeros()).save(str(path))
+    path = saved_zeros_module(tmp_path)
     handshakes = []
 
     def slow_connect(*args, **kwargs):
