@@ -54,10 +54,22 @@ def label_query(labels: dict[str, str] | None) -> list[str]:
     return [name if value is None else f"{name}={value}" for name, value in (labels or {}).items()]
 
 
-def _cut(connection: http.client.HTTPConnection) -> None:
+def _cut(sockets: list[socket.socket]) -> None:
     """At the deadline: whatever the request is doing with its socket ends at once."""
-    with contextlib.suppress(OSError, AttributeError):
-        connection.sock.shutdown(socket.SHUT_RDWR)
+    for sock in sockets:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _declared_length(response: http.client.HTTPResponse) -> int | None:
+    """The reply's Content-Length in ASCII digits, None where it sends none or none int() may read."""
+    declared = response.getheader("Content-Length", "").strip()
+    if not declared.isascii():
+        return None
+    try:
+        return int(declared)
+    except ValueError:
+        return None
 
 
 class Client:
@@ -124,15 +136,22 @@ class Client:
             raise ApiError(0, "timeout", [f"{self.base}: no time is left for the request"])
         factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = factory(parts.hostname, parts.port, timeout=remaining)
-        watchdog = threading.Timer(remaining, _cut, args=(connection,))
+        # The socket is held here, not read from the connection at the deadline: http.client hands it to the
+        # response (connection.sock None) when the reply will close (HTTP/1.0, Connection: close).
+        sockets: list[socket.socket] = []
+        watchdog = threading.Timer(remaining, _cut, args=(sockets,))
         watchdog.daemon = True
         watchdog.start()
         try:
+            connection.connect()
+            sockets.append(connection.sock)
+            if time.monotonic() >= deadline:  # the watchdog fired while connecting, before it held the socket
+                raise TimeoutError
             target = parts.path + (f"?{parts.query}" if parts.query else "")
             connection.request(method, target, body=data, headers=headers)
             response = connection.getresponse()
-            length = response.getheader("Content-Length", "")
-            if length.isdigit() and int(length) > MAX_REPLY_BYTES:
+            length = _declared_length(response)
+            if length is not None and length > MAX_REPLY_BYTES:
                 raise ApiError(response.status, "bad_reply", [f"the site's reply of {length} bytes is over the cap"])
             raw = response.read(MAX_REPLY_BYTES + 1)
             if time.monotonic() >= deadline:

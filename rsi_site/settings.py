@@ -20,6 +20,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluator.protocol.numbers import whole_number
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -147,9 +149,8 @@ RSI_EXECUTOR = os.environ.get("RSI_EXECUTOR", "embedded")
 if RSI_EXECUTOR not in ("embedded", "celery"):
     raise ImproperlyConfigured(f"RSI_EXECUTOR must be embedded or celery, got {RSI_EXECUTOR!r}")
 # The GPU native workers render on (evaluator/native/backends.py), apart from a policy's own `device`.
-if (render_device := os.environ.get("RSI_RENDER_DEVICE", "").strip()) and not (
-    render_device.isdigit() and int(render_device) <= 63
-):
+render_device = os.environ.get("RSI_RENDER_DEVICE", "").strip()
+if render_device and whole_number(render_device, most_digits=2) not in range(64):
     raise ImproperlyConfigured(f"RSI_RENDER_DEVICE must be a GPU's index (0 to 63), not {render_device[:40]!r}")
 # Live pictures, events and interventions travel between workers and web processes through Redis.
 RSI_LIVE_REDIS_URL = os.environ.get("REDIS_URL", "")

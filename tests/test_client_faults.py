@@ -57,6 +57,17 @@ class Hostile(BaseHTTPRequestHandler):
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
                     time.sleep(1)
+            elif path in ("/campaigns/5", "/campaigns/6"):  # headers of a reply that will close, then a byte a second
+                self.protocol_version = "HTTP/1.0" if path == "/campaigns/5" else "HTTP/1.1"
+                self.send_response(200)
+                self.send_header("Content-Length", "100000")
+                if path == "/campaigns/6":
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                for _ in range(120):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
             elif path == "/campaigns/2":  # JSON, not a campaign
                 self.reply(b'["not", "a", "campaign"]')
             elif path == "/campaigns/3":  # not JSON at all
@@ -129,6 +140,18 @@ def test_wait_with_a_timeout_returns_in_time_while_the_server_trickles(hostile):
     assert time.monotonic() - started < 12
     assert done.returncode == 5
     assert "timeout" in said(done) and "Traceback" not in said(done)
+
+
+@pytest.mark.parametrize("command", ["wait", "status"])
+@pytest.mark.parametrize("campaign", ["5", "6"], ids=["HTTP/1.0", "Connection-close"])
+def test_the_deadline_holds_for_a_reply_that_will_close_whatever_its_framing(hostile, command, campaign):
+    """Issue "... fifth round", item 19: "A server that sends its headers (HTTP/1.0, Content-Length 100000) and then
+    one byte a second keeps `rsi wait 1 --timeout 3` and `rsi status 1 --timeout 3` waiting past 60 s ... The
+    deadline must hold for every reply, whatever its framing"."""
+    started = time.monotonic()
+    done = rsi(hostile, command, campaign, "--timeout", "3", timeout=100)
+    assert time.monotonic() - started < 12
+    assert done.returncode == 5 and "rsi: timeout" in said(done) and "Traceback" not in said(done)
 
 
 @pytest.mark.parametrize("campaign", ["2", "3"], ids=["wrong-shaped-JSON", "not-JSON"])

@@ -49,6 +49,52 @@ def test_a_bad_port_is_refused_with_the_reason_everywhere(operator, settings, al
     assert not Campaign.objects.exists()
 
 
+BAD_BRACKETS = ["http://[::1/okpol", "http://[zz]:80/x", "openpi+ws://[::1", "openai+http://[::1/v1?model=m"]
+UNSENDABLE = {
+    "a space in the path": "http://127.0.0.1:9/a b",
+    "CR LF in the path": "http://127.0.0.1:9/act\r\nX-Injected: 1",
+    "a tab in the host": "http://127.0.0.1\t:9/act",
+    "a space in an openpi path": "openpi+ws://127.0.0.1:9/a b",
+    "a control character in the query": "http://127.0.0.1:9/act?ckpt=\x073",
+    "a non-ASCII path over HTTP": "http://127.0.0.1:9/politique-é",
+}
+
+
+@pytest.mark.parametrize("allowed", [[], ["gpu7"]], ids=["no-allow-list", "RSI_POLICY_HOSTS=gpu7"])
+@pytest.mark.parametrize("spec", BAD_BRACKETS)
+def test_an_unbalanced_or_invalid_ipv6_bracket_is_refused_with_the_reason_everywhere(operator, settings, allowed, spec):
+    """Issue "... fifth round", item 7: "A policy URL with an unbalanced or invalid IPv6 bracket (`http://[::1/okpol`,
+    `http://[zz]:80/x`, `openpi+ws://[::1`) is still a 500 on preview, create and check, and a traceback in
+    `evaluate`"."""
+    settings.RSI_POLICY_HOSTS = allowed
+    *api, page = every_way_in(operator, spec)
+    for response in api:
+        assert response.status_code == 422, response.content[:300]
+        assert any("cannot be read" in r for r in response.json()["reasons"])
+    assert page.status_code == 200 and "cannot be read" in page.content.decode()
+    with pytest.raises(CommandError, match="cannot be read"):
+        call_command("evaluate", "fetch", "--task", "reach", "--seed", "0", "--policy", spec, stdout=io.StringIO())
+    assert not Campaign.objects.exists()
+
+
+@pytest.mark.parametrize("spec", UNSENDABLE.values(), ids=UNSENDABLE.keys())
+def test_a_url_its_transport_cannot_send_is_refused_at_launch(operator, spec):
+    """Item 8: "A policy URL with a space or CR LF passes the launch check and every call then fails as
+    `policy_transport`: refuse it at launch, as its transport will parse it."""
+    *api, page = every_way_in(operator, spec)
+    for response in api:
+        assert response.status_code == 422, response.content[:300]
+        assert any("percent-encoded" in r for r in response.json()["reasons"]), response.json()
+    assert page.status_code == 200 and "percent-encoded" in page.content.decode()
+    assert not Campaign.objects.exists() and not Policy.objects.filter(spec=spec).exists()
+
+
+def test_a_percent_encoded_url_reaches_its_server_as_written(run_spec, servers):
+    server = servers(HttpPolicyServer(always({"stop": True})))
+    run_spec(server.url + "/a%20b?ckpt=%C3%A9")
+    assert server.paths == ["/act/a%20b?ckpt=%C3%A9"]
+
+
 @pytest.mark.parametrize("spec", WITH_CREDENTIALS)
 def test_a_user_or_password_in_a_policy_url_is_refused_and_never_stored(operator, spec):
     policies = Policy.objects.count()

@@ -9,6 +9,8 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluator.protocol.numbers import whole_number
+
 EPISODE_MEMORY = 2 << 30
 MAX_WORKERS = 256
 
@@ -35,6 +37,7 @@ def executor_workers(environ=os.environ) -> int:
     raw = environ.get("RSI_EXECUTOR_WORKERS", "").strip()
     if not raw:
         return default_workers(len(os.sched_getaffinity(0)), available_memory())
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_WORKERS:
+    workers = whole_number(raw, most_digits=9)
+    if workers is None or not 1 <= workers <= MAX_WORKERS:
         raise ImproperlyConfigured(f"RSI_EXECUTOR_WORKERS must be a whole number from 1 to {MAX_WORKERS}, not {raw!r}")
-    return int(raw)
+    return workers

@@ -22,6 +22,7 @@ import time
 import urllib.parse
 
 from evaluator.policies.base import PolicyFailure, PolicySetupFailure
+from evaluator.protocol.numbers import whole_number
 from evaluator.protocol.scoring import ErrorType
 
 MAX_REPLY_BYTES = 1 << 20  # 1 MiB: a chunk of a thousand 7-D actions is about 100 KiB of JSON
@@ -115,9 +116,24 @@ def too_large(size: int | str) -> PolicyFailure:
     )
 
 
+def declared_length(response: http.client.HTTPResponse) -> int | None:
+    """The reply's Content-Length, None where it sends none; framing that cannot be read is malformed output."""
+    raw = response.getheader("Content-Length")
+    if raw is None:
+        return None
+    length = whole_number(raw.strip())
+    if length is None:
+        raise PolicyFailure(
+            ErrorType.MALFORMED_OUTPUT,
+            "the reply's Content-Length is not a whole number",
+            f"Content-Length: {raw[:40]!r}",
+        )
+    return length
+
+
 def read_capped(response: http.client.HTTPResponse) -> bytes:
-    length = response.getheader("Content-Length")
-    if length is not None and length.isdigit() and int(length) > MAX_REPLY_BYTES:
+    length = declared_length(response)
+    if length is not None and length > MAX_REPLY_BYTES:
         raise too_large(length)
     data = response.read(MAX_REPLY_BYTES + 1)
     if len(data) > MAX_REPLY_BYTES:
@@ -175,7 +191,7 @@ class KeptConnection:
         """The reply's status and body (capped), or a typed PolicyFailure. A body may be a list of buffers,
         sent in order (with their total Content-Length, never chunked)."""
         try:
-            if self.connection is None:
+            if self.connection is None or self.connection.sock is None:  # none yet, or closed by a reply's framing
                 self.connection = self._open(deadline)
             return self._post(path, body, media_type, deadline)
         except PolicyFailure:
@@ -195,15 +211,15 @@ class KeptConnection:
                 data = read_capped(response)
             if deadline.expired:  # the socket was shut down under a read that then saw an early end
                 raise deadline.failure()
-            length = response.getheader("Content-Length")
-            if length is not None and length.isdigit() and len(data) < int(length):
-                raise http.client.IncompleteRead(data, int(length) - len(data))
+            length = declared_length(response)
+            if length is not None and len(data) < length:
+                raise http.client.IncompleteRead(data, length - len(data))
             if response.will_close:
                 self.close()  # the server ends the connection after this reply: the next call opens one
             return response.status, data
         except PolicyFailure:
             raise
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: framing http.client cannot read
             raise _transport_failure(exc, deadline, self.what) from None
 
     def close(self) -> None:

@@ -86,6 +86,8 @@ class HttpJsonPolicy(Policy):
             )
         except PolicyFailure as exc:
             log.warning("the end-of-episode signal to %s was not answered: %s", self.url, exc.detail)
+        except Exception:  # the episode's result is decided: nothing its end signal meets may undo it
+            log.exception("the end-of-episode signal to %s failed", self.url)
         else:
             if status >= 400:
                 log.warning("the end-of-episode signal to %s was answered HTTP %s", self.url, status)

@@ -132,7 +132,7 @@ def parse_policy_spec(spec: str) -> tuple[str, str, dict]:
         raise InvalidPolicySpec(f"unknown policy spec {spec!r}: see `manage.py evaluate --help`")
     target, settings = _split_settings(transport, rest)
     if transport in NETWORK_TRANSPORTS:
-        check_policy_url(target)
+        check_policy_url(target, transport)
     if transport == "openai" and "model" not in settings:
         raise InvalidPolicySpec("an openai+ spec needs ?model=NAME")
     if transport == "torchscript":
@@ -195,15 +195,35 @@ def _settings(items: list[str]) -> dict:
     return settings
 
 
-def check_policy_url(url: str) -> None:
-    """A policy server's address, parsed as the transport will parse it: a host, a port in 1..65535 if any, and no
-    user or password (a URL is stored and shown to every reader: a credential is a setting the server holds,
-    docs/policies.md)."""
-    parts = urllib.parse.urlsplit(url)
+# What no URL holds (RFC 3986: a space or a control character is written percent-encoded); http.client refuses to
+# send a request line with one, so every call would fail as policy_transport.
+UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")
+ASCII_TARGET_TRANSPORTS = ("http", "openai")  # http.client sends the path and query as ASCII; websockets quotes them
+
+
+def check_policy_url(url: str, transport: str = "http") -> None:
+    """A policy server's address, parsed as the transport will parse it: a host (an IPv6 one in balanced brackets),
+    a port in 1..65535 if any, no space or control character, a path and query in ASCII where the transport sends
+    them as they are, and no user or password (a URL is stored and shown to every reader: a credential is a setting
+    the server holds, docs/policies.md)."""
+    if found := UNSENDABLE.search(url):
+        raise InvalidPolicySpec(
+            f"policy URL {url[:100]!r} holds {found.group()!r}: a URL holds no space or control character "
+            "(write it percent-encoded)"
+        )
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:  # an unbalanced or invalid IPv6 bracket
+        raise InvalidPolicySpec(f"policy URL {url[:100]!r} cannot be read: {exc}") from None
     try:
         parts.port  # noqa: B018 (urllib checks the port only when it is asked for)
     except ValueError:
         raise InvalidPolicySpec(f"policy URL {url[:100]!r}: its port is not a number in 1..65535") from None
+    if transport in ASCII_TARGET_TRANSPORTS and not (parts.path + parts.query).isascii():
+        raise InvalidPolicySpec(
+            f"policy URL {url[:100]!r}: its path and query are sent as they are, in ASCII "
+            "(write any other character percent-encoded)"
+        )
     if parts.username is not None or parts.password is not None:
         raise InvalidPolicySpec(
             "a policy URL may not hold a user or password (it is stored and shown to every reader): "

@@ -25,6 +25,7 @@ from .errors import (
     MalformedIdentity,
     UnknownOption,
 )
+from .numbers import whole_number
 from .registry import DECISIONS, DEFAULT_SCOPE, HORIZON, PROTOCOLS, Family, benchmark_protocol
 
 SINGLE_RESPONSE = "single_response"
@@ -251,8 +252,9 @@ def _full_matrix(
 def _decision_segment(segment: str) -> tuple[int, int] | None:
     parts = segment.split("-")
     if len(parts) == 4 and parts[0] == "decision" and parts[2] == "prefix":
-        if parts[1].isdigit() and parts[3].isdigit() and not parts[1].startswith("0") and not parts[3].startswith("0"):
-            return int(parts[1]), int(parts[3])
+        d, k = whole_number(parts[1], most_digits=9), whole_number(parts[3], most_digits=9)
+        if d is not None and k is not None and not parts[1].startswith("0") and not parts[3].startswith("0"):
+            return d, k
         raise MalformedIdentity(f"bad decision segment {segment!r}: D and K are whole numbers from 1")
     return None
 
@@ -269,10 +271,11 @@ def parse_protocol_id(protocol_id: str) -> ProtocolConfig:
     if fam is None or len(parts) < 3:
         raise MalformedIdentity(f"not a protocol identity: {protocol_id!r}")
     version = parts[-1]
-    if not (version.startswith("v") and version[1:].isdigit()):
+    interface_version = whole_number(version[1:], most_digits=9) if version.startswith("v") else None
+    if interface_version is None:
         raise MalformedIdentity(f"identity {protocol_id!r} does not end in a version such as /v1")
     middle = parts[1:-1]
-    options["interface_version"] = int(version[1:])
+    options["interface_version"] = interface_version
     if middle and middle[0] in fam.scopes and middle[0] != DEFAULT_SCOPE:
         options["task_scope"] = middle.pop(0)
     if not middle or middle[0] not in fam.sensors:

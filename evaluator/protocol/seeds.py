@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import ProtocolError
+from .numbers import whole_number
 
 SEED_LIMIT = 2**32
 MAX_SEEDS = 1_000  # per task
@@ -45,9 +46,10 @@ def parse_seed_list(text: str) -> tuple[int, ...]:
         raise InvalidSeeds(f"at most {MAX_SEEDS} seeds per task, got {len(words)}")
     seeds = []
     for word in words:
-        if not word.isdigit():
+        seed = whole_number(word, most_digits=10)
+        if seed is None:
             raise InvalidSeeds(f"a reset seed is a whole number in [0, 2**32), got {word[:30]!r}")
-        seeds.append(check_seed(int(word)))
+        seeds.append(check_seed(seed))
     return check_seeds(seeds)
 
 

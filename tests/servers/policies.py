@@ -10,6 +10,7 @@ A behaviour is a function of (decoded request, call number) that returns one of:
   Status(500)                          an HTTP error (HTTP server only)
   Trickle(reply, seconds)              the reply (or scripted content) one byte at a time, a pause between
   Completion({...})                    this chat completion object as it is (chat server only)
+  Raw(b"HTTP/1.1 200 ...")             these bytes as the whole reply, then the connection closes (HTTP server only)
 Every server records the raw bytes it receives and counts its requests.
 """
 
@@ -59,6 +60,13 @@ class Trickle:
 @dataclass(frozen=True)
 class Body:
     """A reply sent as these exact bytes: what no encoder would write (deep nesting, huge numbers, NaN)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply sent as these exact bytes, status line and headers included: framing no server library writes."""
 
     data: bytes
 
@@ -175,6 +183,10 @@ class HttpPolicyServer(_HttpServer):
                 if isinstance(reply, Close):
                     self.close_connection = True
                     self.connection.shutdown(2)
+                    return
+                if isinstance(reply, Raw):
+                    self.close_connection = True
+                    self.wfile.write(reply.data)
                     return
                 if isinstance(reply, Sleep):
                     time.sleep(reply.seconds)

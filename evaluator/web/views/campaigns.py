@@ -32,6 +32,7 @@ from evaluator.protocol.aggregates import Rate
 from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.identity import configure
 from evaluator.protocol.labels import InvalidLabel, parse_filters
+from evaluator.protocol.numbers import whole_number
 from evaluator.protocol.paired import DEFAULT_LEVEL
 from evaluator.protocol.registry import PROTOCOLS
 from evaluator.protocol.scoring import Outcome
@@ -171,7 +172,7 @@ def policy_check(request: HttpRequest) -> HttpResponse:
             benchmark=fields.get("benchmark", ""),
             task="" if fields.get("all_tasks") else (fields.getlist("tasks") or [""])[0],
             sensors=fields.get("sensors", ""),
-            replan_interval=int(replan) if replan.isdigit() and len(replan) < 10 else None,
+            replan_interval=whole_number(replan, most_digits=9),
         )
     except ProtocolError as exc:
         refused = getattr(exc, "problems", [str(exc)])
@@ -316,9 +317,9 @@ def _cell_page(request: HttpRequest, total: int) -> CellPage:
     """?page=N of a campaign's grid, CELLS_PER_PAGE cells a page; any other value is a 404 that says why."""
     count = max(1, -(-total // CELLS_PER_PAGE))
     raw = request.GET.get("page", "1")
-    if not raw.isdigit() or not 1 <= int(raw) <= count:
+    number = whole_number(raw)
+    if number is None or not 1 <= number <= count:
         raise Http404(f"no page {raw[:20]!r} of cells: pages 1 to {count}")
-    number = int(raw)
     start = (number - 1) * CELLS_PER_PAGE
     return CellPage(number, count, start, min(total, start + CELLS_PER_PAGE))
 
@@ -334,9 +335,8 @@ def verify_campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Operators: replay N finished cells picked at random; the share reproduced shows beside the aggregates."""
     require(request, "view_campaign")
     campaign = get_object_or_404(Campaign.objects.select_related("benchmark"), pk=campaign_id)
-    try:
-        cells = int(request.POST.get("cells", ""))
-    except ValueError:
+    cells = whole_number(request.POST.get("cells", "").strip(), most_digits=9)
+    if cells is None:
         messages.error(request, "cells must be a whole number")
         return redirect("evaluator:campaign", campaign_id)
     try:

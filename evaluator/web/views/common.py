@@ -9,6 +9,7 @@ from django.core.exceptions import BadRequest
 from django.http import HttpRequest
 
 from evaluator.protocol.actions import ActionContract
+from evaluator.protocol.numbers import whole_number
 from evaluator.protocol.registry import action_contract
 from evaluator.protocol.sequential import SequencePoint, SequentialState
 from evaluator.records.models import Attempt
@@ -24,9 +25,10 @@ def id_param(request: HttpRequest, name: str) -> int | None:
     raw = request.GET.get(name, "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or len(raw) > 18:
+    number = whole_number(raw)
+    if number is None:
         raise BadRequest(f"{name} must be a record id (a whole number)")
-    return int(raw)
+    return number
 
 
 def number_param(request: HttpRequest, name: str, default: float) -> float:

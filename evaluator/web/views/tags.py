@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from evaluator.protocol.numbers import whole_number
 from evaluator.records.models import Attempt, Benchmark, EpisodeTag
 from evaluator.records.tagging import TagRefused, do_add_mode, do_remove_tag, do_tag, vocabulary
 from evaluator.web.access import require, viewable_attempt
@@ -18,9 +19,10 @@ def _step(raw: str) -> int | None:
     raw = raw.strip()
     if not raw:
         return None
-    if not raw.isdigit() or len(raw) > 9:
+    step = whole_number(raw, most_digits=9)
+    if step is None:
         raise TagRefused(f"the step is a whole number, got {raw[:20]!r}")
-    return int(raw)
+    return step
 
 
 @login_required
