@@ -135,3 +135,23 @@ def test_one_version_throughout_is_said_once_and_a_version_that_is_not_one_is_ma
     ended = do_run_attempt(Attempt.objects.get(campaign_id=made["id"]))
     assert (ended.outcome, ended.error_type) == ("policy_error", "malformed_output")
     assert "the reply's policy_version is \"['v', 2]\"" in ended.error_detail
+
+
+@pytest.mark.parametrize("count", [21, 998])
+def test_more_label_filters_than_a_campaign_holds_are_a_400_with_the_bound(operator, count):
+    """Issue "... fifth round", item 9: "996–998 `?label=` filters give a 500 (SQLite "Expression tree is too large")
+    on the campaigns API and page, the leaderboard API and page and the curve page: a bound on filters, a 400 with
+    the reason." A campaign holds at most 20 labels, so 20 filters is the bound."""
+    campaign = launch(operator, run="abc")
+    query = "&".join(f"label=l{i}" for i in range(count))
+    reason = f"at most 20 label filters (a campaign holds at most 20), got {count}"
+    protocol = Campaign.objects.get(pk=campaign["id"]).protocol.protocol_id
+    api = ("/api/v1/campaigns?", f"/api/v1/leaderboards/{protocol}?", "/api/v1/curve?x=step&")
+    for url in (prefix + query for prefix in api):
+        refused = operator.get(url)
+        assert refused.status_code == 400 and refused.json()["reasons"] == [reason], (url, refused.content[:200])
+    for url in (reverse("evaluator:campaigns"), reverse("evaluator:leaderboard", args=[protocol]), "/campaigns/curve/"):
+        page = operator.get(f"{url}?{query}")
+        assert page.status_code == 400 and reason in page.content.decode(), url
+    within = "&".join(f"label=l{i}" for i in range(20))
+    assert operator.get(f"/api/v1/campaigns?{within}").json()["campaigns"] == []

@@ -107,7 +107,11 @@ class LabelFilter:
 
 
 def parse_filters(texts: list[str]) -> list[LabelFilter]:
-    """Every filter, or InvalidLabel naming each that is not one."""
+    """Every filter, or InvalidLabel naming each that is not one. At most MAX_LABELS of them: a campaign holds no
+    more labels than that, and each filter is a clause of the query (a thousand overflow SQLite's expression tree)."""
+    if len(texts) > MAX_LABELS:
+        bound = f"at most {MAX_LABELS} label filters (a campaign holds at most {MAX_LABELS}), got {len(texts)}"
+        raise InvalidLabel([bound])
     filters, problems = [], []
     for text in texts:
         try:
