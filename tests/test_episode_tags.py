@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 
-from evaluator.records.models import EpisodeTag, RecordImmutable
+from evaluator.records.models import Attempt, EpisodeTag, RecordImmutable
 from evaluator.records.tagging import DEFAULT_MODES, TagRefused, do_add_mode, do_remove_tag, do_tag, vocabulary
 
 
@@ -61,3 +61,21 @@ def test_operators_extend_a_benchmarks_vocabulary_and_reviewers_do_not(db):
     assert len(refused.value.reasons) == 2
     with pytest.raises(PermissionDenied):
         do_add_mode(user_with("rita", "reviewer"), "fetch", "other", "other")
+
+
+@pytest.mark.parametrize("note", ["dropped\x00it", "bell\x07", "escape \x1b[31mred"])
+def test_a_note_with_a_control_character_is_refused_on_every_database_and_lines_are_kept(client, make_attempt, note):
+    """Issue "... fifth round", item 10: "A NUL in a tag's note on PostgreSQL is a `DataError` and a 500 on the review
+    page's tag POST (stored on SQLite): validate like labels." The refusal comes before the database sees the note."""
+    from tests.records import finish_cell
+
+    rita = user_with("rita", "reviewer")
+    attempt = make_attempt(benchmark="fetch", task_name="reach")
+    finish_cell(attempt, "failure")
+    client.force_login(rita)
+    page = client.post(f"/attempts/{attempt.pk}/tags/", {"note": note}, follow=True)
+    assert page.status_code == 200
+    assert "a note is printable text (lines and tabs, no control character such as NUL)" in page.content.decode()
+    assert not EpisodeTag.objects.exists()
+    kept = do_tag(rita, Attempt.objects.get(pk=attempt.pk), note="first line\n\tsecond line\r\n")
+    assert kept.note == "first line\n\tsecond line"

@@ -122,3 +122,34 @@ def test_a_pause_after_the_last_control_is_refused_and_the_attempt_stays_autonom
     assert ClickedWhileClosing.seen[0]["controls_ended"] is True  # what a late viewer's page is given
     attempt.refresh_from_db()
     assert attempt.autonomous and not attempt.interventions.exists()
+
+
+class NotedWithNul(Policy):
+    """At its first call an intervener notes something holding a NUL, then a clean note."""
+
+    user = None
+    refusals: list = []
+
+    def act(self, message):
+        from evaluator.protocol.errors import InterventionRefused
+
+        attempt = Attempt.objects.get(status="running")
+        if message.counters["policy_calls"] == 0:
+            try:
+                do_intervene(self.user, attempt.pk, "annotate", note="slips\x00")
+            except InterventionRefused as refused:
+                self.refusals.append(str(refused))
+            do_intervene(self.user, attempt.pk, "annotate", note="slips\nat the rim")
+        return PolicyReply({"stop": True})
+
+
+def test_an_intervention_note_with_a_control_character_is_refused_as_a_tags_is(run_cell, register_policy):
+    # Issue "... fifth round", item 10 (the class: every note people write): "A NUL in a tag's note on PostgreSQL is a
+    # DataError and a 500 ... validate like labels."
+    user = get_user_model().objects.create_user("ivan")
+    user.groups.add(Group.objects.get(name="intervener"))
+    NotedWithNul.user = user
+    register_policy("noted", NotedWithNul)
+    attempt = run_cell(policy="noted")
+    assert NotedWithNul.refusals == ["a note is printable text (lines and tabs, no control character such as NUL)"]
+    assert list(attempt.interventions.values_list("note", flat=True)) == ["slips\nat the rim"]

@@ -9,6 +9,7 @@ from evaluator.live.hub import hub
 from evaluator.live.memory import ENDED
 from evaluator.protocol.errors import ControlsEnded, InterventionRefused
 from evaluator.protocol.interventions import INTERVENTIONS, MOST_STEPS, WITHDRAWS_AUTONOMY
+from evaluator.protocol.text import note_problem
 from evaluator.records.models import Attempt, Intervention
 from evaluator.records.roles import check_can
 
@@ -24,8 +25,8 @@ def check_reachable(attempt: Attempt, kind: str, note: str = "") -> None:
     """The intervention is one, and the attempt runs under this executor with its controls still open."""
     if kind not in INTERVENTIONS:
         raise InterventionRefused(f"unknown intervention {kind[:40]!r}; one of {', '.join(INTERVENTIONS)}")
-    if len(note) > MAX_NOTE_CHARS:
-        raise InterventionRefused(f"a note holds at most {MAX_NOTE_CHARS} characters, got {len(note)}")
+    if problem := note_problem(note, MAX_NOTE_CHARS):
+        raise InterventionRefused(problem)
     flags = hub.control_flags(attempt.pk)
     if attempt.status != Attempt.Status.RUNNING or flags is None:
         raise InterventionRefused(f"attempt {attempt.pk} is {attempt.status}, not running under this executor")

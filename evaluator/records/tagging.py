@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.text import note_problem
 from evaluator.records.models import Attempt, EpisodeTag, FailureMode
 from evaluator.records.roles import check_can
 
@@ -60,8 +61,8 @@ def check_tag(user, attempt: Attempt, mode: str, note: str, step: int | None) ->
             reasons.append(f"{mode[:40]!r} is not a failure mode of {attempt.task.benchmark.name}: one of {known}")
     if not mode and not note.strip():
         reasons.append("give a failure mode, a note, or both")
-    if len(note) > MAX_NOTE_CHARS:
-        reasons.append(f"a note holds at most {MAX_NOTE_CHARS} characters, got {len(note)}")
+    if problem := note_problem(note, MAX_NOTE_CHARS):
+        reasons.append(problem)
     if step is not None and not 0 <= step <= attempt.environment_steps:
         reasons.append(f"step {step} is not one of the episode's steps (0 to {attempt.environment_steps})")
     if reasons:
