@@ -165,3 +165,34 @@ def test_a_policy_the_launch_refuses_is_refused_by_the_check_with_the_launchs_re
     ]
     assert set(checked.json()["reasons"]) <= set(launched.json()["reasons"])
     assert Attempt.objects.count() == 0
+
+
+REFUSED_VERSIONS = {
+    "101 characters": "v" * 101,
+    "a newline": "ckpt\n2",
+    "a NUL": "ckpt\x002",
+    "empty": "",
+    "a float": 1.5,
+    "a list": [1],
+    "an object": {"step": 1},
+    "a boolean": True,
+}
+
+
+@pytest.mark.parametrize("version", REFUSED_VERSIONS.values(), ids=REFUSED_VERSIONS.keys())
+def test_the_check_refuses_a_policy_version_every_episode_refuses(operator, servers, run_spec, version):
+    """Issue "... fifth round", item 11: "The policy check accepts a `policy_version` every episode refuses (101
+    characters, newline, NUL, empty, float, list, dict, bool): the check must apply the episode's rules.\""""
+    server = servers(HttpPolicyServer(always({**zero_chunk(), "policy_version": version})))
+    result = check(operator, server.url, task="reach")
+    assert (result["valid"], result["error_type"]) == (False, "malformed_output")
+    assert "policy_version" in result["message"]
+    attempt = run_spec(server.url, task="reach")
+    assert (attempt.error_type, attempt.policy_calls, attempt.environment_steps) == ("malformed_output", 1, 0)
+
+
+def test_the_check_says_the_policy_version_a_server_reports(operator, servers):
+    for version, said in (("ckpt-1000", "ckpt-1000"), (2000, "2000")):
+        server = servers(HttpPolicyServer(always({**zero_chunk(), "policy_version": version})))
+        result = check(operator, server.url, task="reach")
+        assert result["valid"] and result["message"].endswith(f"(policy_version {said})")

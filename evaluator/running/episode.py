@@ -22,7 +22,15 @@ from typing import Any, Protocol
 from environment.workers.wire import jsonable
 from evaluator.native.client import NativeObservation, NativeStep, WorkerFailure
 from evaluator.native.png import png_ahead
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, SentRequest, Usage
+from evaluator.policies.base import (
+    EpisodeStart,
+    MailboxMessage,
+    Policy,
+    PolicyFailure,
+    PolicyReply,
+    SentRequest,
+    Usage,
+)
 from evaluator.policies.replies import reported_version
 from evaluator.protocol.actions import ActionContract, validate_response
 from evaluator.protocol.budgets import Budget
@@ -230,8 +238,7 @@ class _Episode:
             started = time.perf_counter()
             feedback_track = self.spec.config.action_rejection_feedback
             try:
-                reply, failure = self.policy.act(message), None
-                version = reported_version(reply.response)
+                (reply, version), failure = call_policy(self.policy, message), None
             except PolicyFailure as caught:
                 reply, failure = None, caught
             self.latencies.append((time.perf_counter() - started) * 1000)
@@ -380,6 +387,13 @@ class _Episode:
 
 
 MAX_RECORDED_RESPONSE = 64 * 1024  # characters of JSON kept of one reply
+
+
+def call_policy(policy: Policy, message: MailboxMessage) -> tuple[PolicyReply, str | None]:
+    """One call, and the rules a reply meets before its actions are looked at (the policy_version it may report):
+    a run and a policy check alike. A reply that breaks one is a PolicyFailure."""
+    reply = policy.act(message)
+    return reply, reported_version(reply.response)
 
 
 def recorded_response(raw: Any) -> Any:

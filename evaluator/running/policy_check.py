@@ -27,7 +27,7 @@ from evaluator.protocol.catalogs import TaskSpec
 from evaluator.protocol.identity import ProtocolConfig
 from evaluator.protocol.registry import action_contract, benchmark_protocol
 from evaluator.protocol.scoring import error_type_for
-from evaluator.running.episode import recorded_response
+from evaluator.running.episode import call_policy, recorded_response
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def check_policy(spec: str, settings: dict, config: ProtocolConfig, task: TaskSp
         return refused(failure.error_type.value, str(failure))
     started = time.perf_counter()
     try:
-        reply = policy.act(message)
+        reply, version = call_policy(policy, message)
     except PolicyFailure as failure:
         latency = (time.perf_counter() - started) * 1000
         return refused(failure.error_type.value, failure.detail, latency)
@@ -130,8 +130,10 @@ def check_policy(spec: str, settings: dict, config: ProtocolConfig, task: TaskSp
     response = validate_response(reply.response, contract, budget.replan_interval)
     if response.violation is not None:
         return refused(error_type_for(response.violation).value, response.violation.message, latency, shown)
+    said = "" if version is None else f" (policy_version {version})"
     if response.stop:
-        return PolicyCheck(True, None, '{"stop": true} at the first call', latency, 0, shown, observation)
+        return PolicyCheck(True, None, '{"stop": true} at the first call' + said, latency, 0, shown, observation)
     length = len(reply.response["actions"])
     note = "" if length <= budget.replan_interval else f"; the first {budget.replan_interval} would execute"
-    return PolicyCheck(True, None, f"{length} action(s) within the contract{note}", latency, length, shown, observation)
+    text = f"{length} action(s) within the contract{note}{said}"
+    return PolicyCheck(True, None, text, latency, length, shown, observation)
