@@ -134,3 +134,19 @@ def test_a_cancelled_campaigns_cells_are_not_re_run(catalogs, media_root):
     do_cancel_campaign(olga, campaign)
     with pytest.raises(LaunchRefused, match=f"campaign {campaign.pk} was cancelled: its cells run no more"):
         do_rerun(olga, Attempt.objects.get(pk=finished.pk))
+
+
+def test_of_two_cancels_racing_past_the_check_one_wins_and_the_other_is_refused_naming_it(catalogs, media_root):
+    """Issue "... fifth round", item 12: "Two concurrent cancels both answer 200, and the campaign names one canceller
+    while its cells name the other." Both requests read the campaign before either wrote (each passed the check)."""
+    olga, omar = user_with("olga", "operator"), user_with("omar", "operator")
+    campaign = three_cells()
+    seen_by_olga, seen_by_omar = Campaign.objects.get(pk=campaign.pk), Campaign.objects.get(pk=campaign.pk)
+
+    do_cancel_campaign(olga, seen_by_olga)
+    with pytest.raises(LaunchRefused, match=f"campaign {campaign.pk} was already cancelled by olga at"):
+        do_cancel_campaign(omar, seen_by_omar)
+
+    campaign.refresh_from_db()
+    assert campaign.cancelled_by == olga
+    assert {a.error_detail.split(" at ")[0] for a in campaign.attempts.all()} == {"not run: campaign cancelled by olga"}

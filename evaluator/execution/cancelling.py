@@ -66,7 +66,13 @@ def do_cancel_campaign(user, campaign: Campaign) -> Cancelled:
     note = f"campaign {campaign.pk} cancelled"
     reason = f"not run: campaign cancelled by {user.username} at {now.isoformat(timespec='seconds')}"
     with transaction.atomic():
-        Campaign.objects.filter(pk=campaign.pk).update(cancelled_at=now, cancelled_by=user)
+        # Conditional, so one of two cancels racing past check_cancel wins and the other is refused naming it.
+        claimed = Campaign.objects.filter(pk=campaign.pk, cancelled_at__isnull=True).update(
+            cancelled_at=now, cancelled_by=user
+        )
+        if not claimed:
+            campaign.refresh_from_db()
+            raise LaunchRefused(f"campaign {campaign.pk} was already {cancelled_text(campaign)}")
         waiting = campaign.attempts.select_for_update().filter(status__in=NOT_STARTED)
         not_run = sorted(waiting.values_list("pk", flat=True))
         # Conditional on the status: a cell an executor claimed meanwhile is running, and is stopped below.
