@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.native.backends import worker_spec
-from evaluator.native.child_env import child_environment
+from evaluator.native.child_env import UPSTREAM_SETTINGS, child_environment
 from evaluator.native.client import NativeWorker
 from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
 from evaluator.policies.model_hosts import model_host
@@ -41,7 +41,10 @@ def environment_of(pid: int) -> dict[str, str]:
     return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
 
 
-def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets):
+def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets, monkeypatch):
+    monkeypatch.setenv("MS2_REAL2SIM_ASSET_DIR", "/data/real2sim")  # item 23 of the fifth round: an upstream's own
+    monkeypatch.setenv("db_password", "lowercase-pw")  # item 18: a credential in lower case, listed by the operator
+    monkeypatch.setenv("RSI_CHILD_ENV_PASS", "db_password")
     worker = NativeWorker(worker_spec("fetch"))
     try:
         worker.describe()  # it is up and answering
@@ -51,6 +54,7 @@ def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets
     assert not set(SECRETS) & set(seen)
     assert not any(value in seen.values() for value in SECRETS.values())
     assert seen["MUJOCO_GL"] and seen["PATH"]  # what it needs to render still reaches it
+    assert seen["MS2_REAL2SIM_ASSET_DIR"] == "/data/real2sim" and "db_password" not in seen
 
 
 @pytest.mark.skipif(not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot")
@@ -74,3 +78,37 @@ def test_an_operator_may_pass_a_name_but_never_one_that_looks_like_a_credential(
     }
     monkeypatch.delenv("RSI_CHILD_ENV_PASS")
     assert child_environment(source=source) == {"PATH": "/bin"}
+
+
+def test_a_credentials_name_is_recognised_in_any_case(monkeypatch):
+    """Issue "... fifth round", item 18: "The child environment's credential filter is case-sensitive:
+    `aws_secret_access_key`, `Db_Password`, `SENTRY_DSN`, `MY_APP_AUTH` listed in `RSI_CHILD_ENV_PASS` reach workers
+    and hosts.\""""
+    credentials = [
+        "aws_secret_access_key",
+        "Db_Password",
+        "SENTRY_DSN",
+        "MY_APP_AUTH",
+        "db_pass",
+        "github_token",
+        "sessionid",
+        "Redis_Url",
+        "mongo_uri",
+    ]
+    source = {"PATH": "/bin", "MY_TOOL_DIR": "/t", **{name: "s3cret" for name in credentials}}
+    monkeypatch.setenv("RSI_CHILD_ENV_PASS", ",".join([*credentials, "MY_TOOL_*", "aws_*", "Db_*"]))
+    assert child_environment(source=source) == {"PATH": "/bin", "MY_TOOL_DIR": "/t"}
+
+
+def test_the_pinned_upstreams_documented_settings_pass_unlisted(monkeypatch):
+    """Item 23: "a worker no longer sees `MS2_REAL2SIM_ASSET_DIR` (ManiSkill2_real2sim's documented asset location)
+    ... Pass each pinned upstream's documented settings by default (named in the allow-list, with where each is
+    documented).\""""
+    monkeypatch.delenv("RSI_CHILD_ENV_PASS", raising=False)
+    source = {"PATH": "/bin", "MS2_REAL2SIM_ASSET_DIR": "/data/real2sim", "MS2_ASSET_DIR": "/data/ms2", "OTHER": "x"}
+    assert child_environment(source=source) == {
+        "PATH": "/bin",
+        "MS2_REAL2SIM_ASSET_DIR": "/data/real2sim",
+        "MS2_ASSET_DIR": "/data/ms2",
+    }
+    assert all(where for where in UPSTREAM_SETTINGS.values())

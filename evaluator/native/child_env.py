@@ -3,10 +3,11 @@ never by deleting names, so that no secret of the server's (its secret key, data
 tokens) reaches code that a checkpoint, a benchmark or a policy can steer.
 
 What passes: the names a process needs to find its interpreter, libraries and renderer (PATH, HOME, the locale,
-MuJoCo's, Mesa's and Vulkan's, CUDA's and the thread pools' settings), the names the caller adds for this one
+MuJoCo's, Mesa's and Vulkan's, CUDA's and the thread pools' settings), the settings the pinned upstream benchmarks
+document (UPSTREAM_SETTINGS, each with where it is documented), the names the caller adds for this one
 process (its backend's own variables), and the names an operator lists in RSI_CHILD_ENV_PASS (comma-separated; NAME_*
-passes every name that begins NAME_), except a name that looks like a credential, which is never passed whoever lists
-it.
+passes every name that begins NAME_), except a name that looks like a credential (in any case: `db_password` is one),
+which is never passed whoever lists it.
 """
 
 from __future__ import annotations
@@ -42,10 +43,20 @@ PASSED_NAMES = frozenset(
         "SOURCE_DATE_EPOCH",
     }
 )
+# What the pinned upstreams read from the environment, passed as the operator set them: without these a worker does
+# not find what the upstream's own docs tell the operator to point it at.
+UPSTREAM_SETTINGS = {
+    "MS2_REAL2SIM_ASSET_DIR": "ManiSkill2_real2sim's asset folder (the FileNotFoundError text of "
+    "mani_skill2_real2sim/envs/custom_scenes/base_env.py tells users to export it)",
+    "MS2_ASSET_DIR": "ManiSkill2 0.5.3's asset folder (mani_skill2/__init__.py, ASSET_DIR)",
+}
 # Whole families of rendering, accelerator and math-library settings.
 PASSED_PREFIXES = ("LC_", "VK_", "MESA_", "LIBGL_", "LP_", "EGL_", "CUDA_", "NVIDIA_", "OPENBLAS_", "MKL_")
 # Never passed, even when an operator or a caller names it: what a credential's name looks like.
-CREDENTIAL = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|KEY|PRIVATE|DATABASE|REDIS|BROKER|_URL$|^RSI_")
+CREDENTIAL = re.compile(
+    r"SECRET|PASS|TOKEN|CREDENTIAL|KEY|PRIVATE|DATABASE|REDIS|BROKER|DSN|AUTH|COOKIE|SESSION|_URL$|_URI$|^RSI_",
+    re.IGNORECASE,
+)
 
 
 def operator_passed() -> frozenset[str]:
@@ -59,6 +70,7 @@ def passes(name: str) -> bool:
     listed = operator_passed()
     return (
         name in PASSED_NAMES
+        or name in UPSTREAM_SETTINGS
         or name.startswith(PASSED_PREFIXES)
         or name in listed
         or any(entry.endswith("*") and name.startswith(entry[:-1]) for entry in listed)
