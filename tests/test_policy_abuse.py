@@ -174,6 +174,35 @@ def test_an_evaluator_fault_keeps_what_was_recorded(run_cell, register_policy, m
     assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "evaluator")
     assert (attempt.policy_calls, attempt.environment_steps, attempt.action_decisions) == (2, 10, 2)
     assert "RuntimeError: a bug in RSI" in attempt.error_detail
+    # Issue "... fifth round", item 4: "the result is stored before the worker is closed, so
+    # provenance["worker"]["closed"] and reset_info never reach the stored provenance."
+    assert attempt.provenance["worker"]["closed"] is not None and "reset_info" in attempt.provenance
+    assert attempt.provenance["reset_info"] is not None
+
+
+def test_a_setup_failure_mid_episode_keeps_what_was_recorded(run_spec, servers, tmp_path, monkeypatch):
+    """Item 4 of the same round: "A PolicySetupFailure raised mid-episode (for example from re-reading the
+    credentials file on a POST ...) lands in the before-control path and stores policy_calls=0, action_decisions=0
+    although decision and step rows were written ("what was recorded is never zeroed")." Here the credentials file
+    turns unreadable after the server's second reply."""
+    from tests.servers.policies import HttpPolicyServer
+
+    held = tmp_path / "credentials.json"
+    held.write_text('{"127.0.0.1": "Bearer abc"}')
+    monkeypatch.setenv("RSI_POLICY_CREDENTIALS", str(held))
+
+    def then_unreadable(request, call):
+        if call == 2:
+            held.write_text("{not json")
+        return {"actions": [[0.0] * 4] * 5}
+
+    server = servers(HttpPolicyServer(then_unreadable))
+    attempt = run_spec(server.url)
+    assert (attempt.outcome, attempt.error_type) == ("infrastructure_error", "policy_setup")
+    assert "RSI_POLICY_CREDENTIALS cannot be read" in attempt.error_detail
+    decisions = attempt.decisions.filter(actor="policy")
+    assert (attempt.policy_calls, attempt.action_decisions) == (decisions.count(), 2) == (2, 2)
+    assert attempt.environment_steps == attempt.steps.count() == 10
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,15 @@ import urllib.parse
 
 import msgpack
 
-from evaluator.policies.base import EpisodeStart, MailboxMessage, Policy, PolicyFailure, PolicyReply, Usage
+from evaluator.policies.base import (
+    EpisodeStart,
+    MailboxMessage,
+    Policy,
+    PolicyFailure,
+    PolicyReply,
+    PolicySetupFailure,
+    Usage,
+)
 from evaluator.policies.calls import CallDeadline, KeptConnection, check_reachable
 from evaluator.policies.payload import HTTP_BODIES, HTTP_PROTOCOL, json_request, msgpack_request
 from evaluator.policies.replies import checked_usage, decode_json, excerpt
@@ -86,6 +94,8 @@ class HttpJsonPolicy(Policy):
             )
         except PolicyFailure as exc:
             log.warning("the end-of-episode signal to %s was not answered: %s", self.url, exc.detail)
+        except PolicySetupFailure as exc:  # its credentials could not be read: nothing was sent
+            log.warning("the end-of-episode signal to %s was not sent: %s", self.url, exc)
         except Exception:  # the episode's result is decided: nothing its end signal meets may undo it
             log.exception("the end-of-episode signal to %s failed", self.url)
         else:

@@ -215,7 +215,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     queue_wait_s = (attempt.started_at - queued_at).total_seconds() if queued_at else None
     evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), attempt.evidence_dir, fps=task.control_hz)
     provenance = dict(attempt.provenance)
-    worker = None
+    worker = fault = None
     heartbeat = Heartbeat(attempt.pk)
     control = hub.open(
         attempt.pk,
@@ -270,21 +270,26 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     except (WorkerFailure, ProtocolError) as failure:
         error_type = getattr(failure, "error_type", ErrorType.INSTALL)
         detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")
-        result = _failed_before_control(budget.native_horizon, error_type, detail)
+        # Raised mid-episode (a policy's setup re-read on a later call): what was recorded is never zeroed.
+        if attempt.decisions.exists():
+            result = result_from_records(attempt, error_type, detail)
+        else:
+            result = _failed_before_control(budget.native_horizon, error_type, detail)
     except EvidenceWriteFailed as failure:  # a full disk: closed with what was written and recorded
         result = result_from_records(attempt, ErrorType.EVIDENCE_WRITE, str(failure))
-    except Exception:
-        # A fault of RSI itself: close the attempt as such with what was recorded, and let it surface.
-        result = result_from_records(attempt, ErrorType.EVALUATOR, traceback.format_exc())
-        _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
-        raise
+    except Exception as caught:
+        # A fault of RSI itself: closed as such with what was recorded (after its worker, below), then surfaced.
+        result, fault = result_from_records(attempt, ErrorType.EVALUATOR, traceback.format_exc()), caught
     finally:
         heartbeat.stop()
         if worker is not None:
             provenance["reset_info"] = worker.reset_info
             with split.part("env_build"):
                 provenance["worker"]["closed"] = worker.close()
-    return _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
+    finished = _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
+    if fault is not None:
+        raise fault
+    return finished
 
 
 def native_conditions(attempt: Attempt, evaluation_horizon: int) -> tuple[WorkerSpec, dict]:
