@@ -48,13 +48,15 @@ def test_a_pause_set_for_step_n_holds_the_episode_there(site, browser):
     assert int(page.inner_text("#live-step")) == 12  # and it holds
     assert "paused at step 12, as set" in page.inner_text("#live-log")
     shot(page, "live-paused-at-step-1440")
-    ((note, autonomous),) = query(
-        db,
-        "select i.note, a.autonomous from evaluator_intervention i join evaluator_attempt a on a.id = i.attempt_id "
-        "where a.id = ?",
-        attempt,
+    # Issue "... fifth round", item 1: the request is recorded as one, and autonomy goes when the pause holds.
+    assert query(
+        db, "select kind, step_index, note from evaluator_intervention where attempt_id = ? order by id", attempt
+    )[1:] == [("pause", 12, "paused at step 12, as set for step 12")]
+    assert query(db, "select kind, note from evaluator_intervention where attempt_id = ? order by id", attempt)[0] == (
+        "pause_at",
+        "pause set for step 12",
     )
-    assert note == "pause set for step 12" and autonomous == 0
+    assert query(db, "select autonomous from evaluator_attempt where id = ?", attempt) == [(0,)]
     page.click("#btn-resume")
     wait_until(page, "document.getElementById('live').dataset.finished === '1'", timeout=60)
 

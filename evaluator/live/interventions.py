@@ -8,7 +8,7 @@ from django.db import transaction
 from evaluator.live.hub import hub
 from evaluator.live.memory import ENDED
 from evaluator.protocol.errors import ControlsEnded, InterventionRefused
-from evaluator.protocol.interventions import INTERVENTIONS, MOST_STEPS, WITHDRAWS_AUTONOMY
+from evaluator.protocol.interventions import INTERVENTIONS, WITHDRAWS_AUTONOMY, last_pausable_step
 from evaluator.protocol.text import note_problem
 from evaluator.records.models import Attempt, Intervention
 from evaluator.records.roles import check_can
@@ -36,11 +36,16 @@ def check_reachable(attempt: Attempt, kind: str, note: str = "") -> None:
         raise InterventionRefused("take over before sending actions")
 
 
-def check_pause_at(action) -> int:
-    """The step a pause is set for: a whole number of steps from 0."""
+def check_pause_at(attempt: Attempt, action) -> int:
+    """The step a pause is set for: a whole number of steps the attempt can still hold at (its budget's last
+    decision comes before its last step)."""
+    last = last_pausable_step(attempt.budget)
     step = action[0] if isinstance(action, list) and len(action) == 1 else None
-    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MOST_STEPS:
-        raise InterventionRefused(f"pause at a step: a whole number of steps from 0 to {MOST_STEPS}")
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= last:
+        raise InterventionRefused(
+            f"pause at a step: a whole number of steps from 0 to {last} (the episode makes its last decision before "
+            f"step {last + 1}: a pause set later would never hold)"
+        )
     return step
 
 
@@ -50,7 +55,7 @@ def do_intervene(user, attempt_id: int, kind: str, note: str = "", action: list 
     attempt = Attempt.objects.get(pk=attempt_id)
     check_intervene(user, attempt, kind, note)
     if kind == "pause_at":
-        step = check_pause_at(action)
+        step = check_pause_at(attempt, action)
         note = f"pause set for step {step}" + (f": {note}" if note else "")
     return do_record_intervention(user, attempt, kind, note, action)
 
@@ -62,11 +67,11 @@ def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", ac
     step = (hub.snapshot(attempt_id) or {}).get("step", 0)
     with transaction.atomic():
         if kind != "action":
-            Intervention.objects.create(  # a pause set for a later step is a pause, its step in the note
+            Intervention.objects.create(  # a pause set for a later step: its request, its step in the note
                 attempt=attempt,
                 user=user,
                 username=user.username,
-                kind="pause" if kind == "pause_at" else kind,
+                kind=kind,
                 step_index=step,
                 note=note,
             )
@@ -82,6 +87,42 @@ def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", ac
         }
         hub.intervene(attempt_id, kind, action, event if kind != "action" else None)
     return event
+
+
+HELD = "paused at step {step}, as set for step {set_for}"  # the note of a pause set for a step, where it held
+
+
+def do_hold_pause_set(attempt: Attempt, step: int, set_for: int) -> None:
+    """A pause set for step `set_for` holds now, at `step`: recorded as a pause of its requester's at that step, and
+    the episode is non-autonomous from here (a pause set for a step the episode never reaches withdraws nothing)."""
+    request = attempt.interventions.filter(kind=Intervention.Kind.PAUSE_AT).latest("created_at")
+    with transaction.atomic():
+        Intervention.objects.create(
+            attempt=attempt,
+            user_id=request.user_id,
+            username=request.username,
+            kind=Intervention.Kind.PAUSE,
+            step_index=step,
+            note=HELD.format(step=step, set_for=set_for),
+        )
+        Attempt.objects.filter(pk=attempt.pk, status=Attempt.Status.RUNNING).update(autonomous=False)
+    event = {"kind": "intervention", "intervention": "pause", "user": request.username, "step": step}
+    hub.publish(attempt.pk, {**event, "note": f"paused at step {step}, as set", "autonomous": False})
+
+
+def pause_never_held(attempt: Attempt) -> dict | None:
+    """The attempt's last pause set for a step, when the episode ended before it held (a later one replaces an
+    earlier): who set it, when and for which step, as its result records it. None when it held or none was set."""
+    request = attempt.interventions.filter(kind=Intervention.Kind.PAUSE_AT).order_by("created_at").last()
+    if request is None:
+        return None
+    held_prefix = HELD.split("{")[0]
+    held = attempt.interventions.filter(
+        kind=Intervention.Kind.PAUSE, created_at__gte=request.created_at, note__startswith=held_prefix
+    )
+    if held.exists():
+        return None
+    return {"set_by": request.username, "at_step": request.step_index, "request": request.note}
 
 
 def check_start_paused(user, attempt: Attempt) -> None:
@@ -112,6 +153,6 @@ def do_hold_at_start(attempt: Attempt, control) -> None:
             attempt=attempt, user=user, username=user.username, kind="pause", step_index=0, note="started paused"
         )
         Attempt.objects.filter(pk=attempt.pk, status=Attempt.Status.RUNNING).update(autonomous=False)
-    control.apply("pause_at", [0])
+    control.apply("pause")
     event = {"kind": "intervention", "intervention": "pause", "user": user.username, "step": 0}
     hub.publish(attempt.pk, {**event, "note": "started paused", "autonomous": False})

@@ -100,6 +100,7 @@ class AttemptControl:
         self.step = 0
         self.human_actions: deque = deque()
         self.on_change = on_change
+        self.on_pause_held: Callable[[int, int], None] | None = None  # (step held at, step set for): its record
         self.max_hold = max_hold_s() if max_hold is None else max_hold
 
     def checkpoint(self, give_up: Callable[[], bool] = lambda: False) -> Directive | None:
@@ -130,7 +131,9 @@ class AttemptControl:
     def _pause_if_reached(self) -> None:
         """Under the condition, after the requests were taken: a pause set for a step reached holds now."""
         if self.pause_at is not None and self.step >= self.pause_at:
-            self.paused, self.pause_at = True, None
+            set_for, self.paused, self.pause_at = self.pause_at, True, None
+            if self.on_pause_held is not None:
+                self.on_pause_held(self.step, set_for)
             self.on_change({"kind": "paused_at_step", "step": self.step, "paused": True})
 
     def receive(self) -> None:

@@ -6,12 +6,19 @@ stopping change the policy under evaluation; a note alone does not.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 INTERVENTIONS = ("pause", "pause_at", "resume", "take_over", "release", "stop", "annotate", "action")
-# A pause set for a later step withdraws autonomy when it is asked for: the episode is no longer left to the policy.
-WITHDRAWS_AUTONOMY = ("pause", "pause_at", "take_over", "stop")
-MOST_STEPS = 100_000  # a pause set further than any run's step cap
+# A pause set for a later step withdraws autonomy when it holds (recorded then as a pause at the step it held), never
+# when it is asked for: a pause the episode never reaches changed nothing the policy did.
+WITHDRAWS_AUTONOMY = ("pause", "take_over", "stop")
+
+
+def last_pausable_step(budget: Mapping[str, int]) -> int:
+    """The last step a pause set for a step can hold at: it holds at a decision once that step has executed, and an
+    episode makes no decision once it has executed its last step (min(evaluation horizon, C * K))."""
+    return min(budget["evaluation_horizon"], budget["max_executable_steps"]) - 1
 
 
 @dataclass(frozen=True)

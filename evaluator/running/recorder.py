@@ -10,7 +10,7 @@ import secrets
 import subprocess
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluator.live.hub import hub
-from evaluator.live.interventions import do_hold_at_start
+from evaluator.live.interventions import do_hold_at_start, do_hold_pause_set, pause_never_held
 from evaluator.native.backends import backend, rendering_provenance, reset_options, worker_spec
 from evaluator.native.client import NativeObservation, NativeWorker, WorkerFailure, WorkerSpec
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
@@ -228,6 +228,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         },
         campaign_id=campaign.pk,
     )
+    control.on_pause_held = functools.partial(do_hold_pause_set, attempt)
     if attempt.start_paused_by_id is not None:
         do_hold_at_start(attempt, control)
     try:
@@ -286,6 +287,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             provenance["reset_info"] = worker.reset_info
             with split.part("env_build"):
                 provenance["worker"]["closed"] = worker.close()
+    if never_held := pause_never_held(attempt):  # recorded as such: it withdrew no autonomy
+        result = replace(result, accounting={**result.accounting, "pause_never_held": never_held})
     finished = _finish(attempt, result, evidence, provenance, (split, queue_wait_s))
     if fault is not None:
         raise fault

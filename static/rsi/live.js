@@ -21,7 +21,7 @@
     pause: "Pause this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
     take_over: "Take over this attempt? The episode becomes non-autonomous for good: it is reported apart from the policy's own results.",
     stop: "Stop this attempt now? It ends as human_stop and the episode becomes non-autonomous for good.",
-    pause_at: "Pause this attempt when it reaches that step? The episode becomes non-autonomous for good, now: it is reported apart from the policy's own results.",
+    pause_at: "Pause this attempt when it reaches that step? Once the pause holds, the episode is non-autonomous for good: it is reported apart from the policy's own results. A pause the episode never reaches changes nothing.",
   };
 
   // Each button only while it applies: resume while paused, release while taken over.

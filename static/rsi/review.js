@@ -211,6 +211,8 @@
         items.push([d.observation_step, `call ${d.call_index || d.index} ${d.kind}${d.violation ? ": " + (d.violation.message || d.violation.type || "") : ""}`, "error"]);
       }
     }
+    const unheld = data.pause_never_held;
+    if (unheld) items.push([data.steps.length, `the ${unheld.request} (by ${unheld.set_by}) never held: the episode ended first, and it stays autonomous`, "intervention"]);
     if (data.initialization) items.push([0, initializationText(), "initialization"]);
     if (data.error) items.push([data.steps.length, `the attempt ended with ${data.error.type}: ${data.error.detail.split("\n")[0]}`, "error"]);
     items.sort((a, b) => a[0] - b[0]);

@@ -239,6 +239,7 @@ class Step(AttemptRecord):
 class Intervention(AttemptRecord):
     class Kind(models.TextChoices):
         PAUSE = "pause", "pause"
+        PAUSE_AT = "pause_at", "pause set for a step"
         RESUME = "resume", "resume"
         TAKE_OVER = "take_over", "take over"
         RELEASE = "release", "release (end of take-over)"

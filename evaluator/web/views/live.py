@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from evaluator.live.interventions import do_start_paused
 from evaluator.protocol.errors import ProtocolError
+from evaluator.protocol.interventions import last_pausable_step
 from evaluator.records.roles import ROLE_DESCRIPTIONS
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.common import action_groups, attempt_contract
@@ -37,6 +38,7 @@ def live(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "can_watch": request.user.has_perm("evaluator.watch_attempt"),
             "intervener_role": ROLE_DESCRIPTIONS["intervener"],
             "touch_keys": TOUCH_KEYS,
+            "last_pausable_step": last_pausable_step(attempt.budget),
         },
     )
 

@@ -155,6 +155,7 @@ def timeline(request: HttpRequest, attempt_id: int) -> JsonResponse:
                 }
                 for i in attempt.interventions.order_by("created_at")
             ],
+            "pause_never_held": (attempt.accounting or {}).get("pause_never_held"),
             "error": {"type": attempt.error_type, "detail": attempt.error_detail[:2000]}
             if attempt.error_type
             else None,
