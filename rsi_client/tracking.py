@@ -13,7 +13,8 @@ Biases. Neither is a dependency of the client: the script passes the tracker it 
 What is logged (PREFIX is "rsi" unless given):
 - the identities, as MLflow params or W&B config: PREFIX/protocol_id and PREFIX/benchmark (one run holds one
   identity's results: identities are never pooled), and per campaign PREFIX/campaign-N/policy, .../policy_identity,
-  .../label/NAME;
+  .../label/NAME, and .../flag/CODE with its reason for each flag the site gives it (policy_version_changed: the
+  weights changed while it ran; cancelled, logged only with partial=True);
 - metrics at the training step: PREFIX/success_rate with its Wilson 95% bounds (..._low, ..._high), the counts
   (successes, completed, attempted, selected, infrastructure_errors, non_autonomous), and the same per task under
   PREFIX/task/TASK/...; a rate without a completed attempt is not logged (never a zero);
@@ -61,11 +62,13 @@ def campaign_metrics(campaign: dict, prefix: str = "rsi") -> dict[str, float]:
 
 
 def campaign_params(campaign: dict, prefix: str = "rsi") -> tuple[dict[str, str], dict[str, str]]:
-    """(what the whole run shares: the protocol identity and benchmark; what is this campaign's own)."""
+    """(what the whole run shares: the protocol identity and benchmark; what is this campaign's own, its flags
+    included: PREFIX/campaign-N/flag/CODE, the reason)."""
     shared = {f"{prefix}/protocol_id": campaign["protocol_id"], f"{prefix}/benchmark": campaign["benchmark"]}
     own = f"{prefix}/campaign-{campaign['id']}"
     mine = {f"{own}/policy": campaign["policy"], f"{own}/policy_identity": campaign["policy_identity"]}
     mine.update({f"{own}/label/{_name(name)}": value for name, value in campaign.get("labels", {}).items()})
+    mine.update({f"{own}/flag/{_name(flag['code'])}": flag["reason"] for flag in campaign.get("flags", [])})
     return shared, mine
 
 
@@ -75,6 +78,16 @@ def _check_done(campaign: dict) -> None:
             f"campaign {campaign.get('id')} is not done ({campaign.get('finished')}/{campaign.get('cells')} finished): "
             "log it once Client.wait returns it"
         )
+
+
+def _check_flags(campaign: dict, partial: bool) -> dict[str, str]:
+    """The campaign's flags as the site says them ({code: reason}); one it ranks nowhere (a cancelled campaign) is
+    refused unless a partial result is asked for explicitly."""
+    flags = campaign.get("flags", [])
+    unranked = [flag["reason"] for flag in flags if not flag["ranked"]]
+    if unranked and not partial:
+        raise ValueError("; ".join(unranked) + ": pass partial=True to log it anyway, flagged")
+    return {flag["code"]: flag["reason"] for flag in flags}
 
 
 def _check_one_identity(logged: dict, shared: dict[str, str]) -> None:
@@ -119,10 +132,13 @@ def log_campaign(
     client=None,
     videos: int = 0,
     prefix: str = "rsi",
+    partial: bool = False,
 ) -> None:
     """Log a finished campaign (as Client.wait returns it) into `tracker`: the `mlflow` module with a run active, or a
-    W&B run (`wandb.run`). `videos` > 0 needs the `client` to download them with."""
+    W&B run (`wandb.run`). `videos` > 0 needs the `client` to download them with. A campaign the site ranks nowhere
+    (cancelled: its rates miss the cells it left) is refused unless `partial=True`; its flags are logged with it."""
     _check_done(campaign)
+    _check_flags(campaign, partial)
     if videos and client is None:
         raise ValueError("videos are downloaded from the site: pass client=the Client that launched the campaign")
     if hasattr(tracker, "log_metrics") and hasattr(tracker, "active_run"):

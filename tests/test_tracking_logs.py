@@ -20,6 +20,7 @@ import pytest
 
 from rsi_client import Client
 from tests.servers.mlflow_server import TRACKING_PYTHON, mlflow_server
+from tests.servers.policies import HttpPolicyServer
 from tests.servers.site import daphne_site, make_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,6 +164,63 @@ def test_a_campaign_logged_to_a_real_mlflow_server_reads_back_through_mlflows_ow
     # Identities are never pooled: the third campaign ran under another one, and the run refuses it.
     assert printed[0]["refused"].startswith(f"this run holds rsi/protocol_id = {first['protocol_id']}, the campaign")
     assert not any(key.startswith(f"rsi/campaign-{other['id']}") for key in params)
+
+
+FLAGGED_LOG = """
+import json, os
+import mlflow
+from rsi_client import Client
+from rsi_client.tracking import log_campaign
+
+rsi = Client()
+cancelled, changed = json.loads(os.environ["CAMPAIGNS"])
+mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+mlflow.set_experiment("flags")
+with mlflow.start_run() as run:
+    try:
+        log_campaign(rsi.campaign(cancelled), mlflow, step=1)
+    except ValueError as refused:
+        print(json.dumps({"refused": str(refused)}))
+    log_campaign(rsi.campaign(cancelled), mlflow, step=1, partial=True)
+    log_campaign(rsi.campaign(changed), mlflow, step=2)
+print(json.dumps({"run": run.info.run_id}))
+"""
+
+
+@pytest.fixture(scope="module")
+def flagged(campaigns):
+    """On the same site: a campaign cancelled after one cell, and one whose policy server changed version."""
+    base, token, client, _ = campaigns
+    reloaded = HttpPolicyServer(lambda request, call: {"actions": [[0.0] * 4], "policy_version": f"v{call}"})
+    try:
+        cancelled = client.launch(**{**PLAN, "tasks": ["reach"]}, start=False)
+        client.cancel(cancelled["id"])
+        changed = client.launch(**{**PLAN, "tasks": ["reach"], "policy": reloaded.url})
+        yield [client.wait(c["id"], poll_s=0.5) for c in (cancelled, changed)]
+    finally:
+        reloaded.stop()
+
+
+def test_a_cancelled_campaign_is_logged_only_when_asked_for_and_then_flagged_as_a_changed_version_is(
+    campaigns, flagged, tmp_path
+):
+    """Issue "... fifth round", item 2: "`log_campaign` logs its rate into MLflow and W&B unflagged ... One rule for
+    every reader: refused, or flagged where a partial result is asked for explicitly"; item 3: "A policy whose version
+    changed mid-campaign ranks unflagged ... in `log_campaign`"."""
+    base, token, _, _ = campaigns
+    cancelled, changed = flagged
+    with mlflow_server(tmp_path) as uri:
+        env = {"MLFLOW_TRACKING_URI": uri, "CAMPAIGNS": json.dumps([cancelled["id"], changed["id"]])}
+        lines = training_script(tmp_path, FLAGGED_LOG, base, token, **env).splitlines()
+        printed = [json.loads(line) for line in lines if line.startswith("{")]
+        read = json.loads(training_script(tmp_path, MLFLOW_READ, base, token, RUN=printed[-1]["run"], **env))
+    (reason,) = [flag["reason"] for flag in cancelled["flags"]]
+    assert printed[0]["refused"] == f"{reason}: pass partial=True to log it anyway, flagged"
+    params = read["params"]
+    assert params[f"rsi/campaign-{cancelled['id']}/flag/cancelled"] == reason
+    (changed_flag,) = changed["flags"]
+    assert changed_flag["code"] == "policy_version_changed"
+    assert params[f"rsi/campaign-{changed['id']}/flag/policy_version_changed"] == changed_flag["reason"]
 
 
 WANDB_LOG = """

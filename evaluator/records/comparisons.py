@@ -27,6 +27,7 @@ from evaluator.protocol.paired import (
 )
 from evaluator.protocol.sequential import SequentialState
 from evaluator.records.models import Campaign
+from evaluator.records.result_flags import never_ranked
 from evaluator.records.sequential import cells_by_key, rule_of, sequential_state_of
 
 
@@ -77,6 +78,7 @@ def check_comparable(a: Campaign, b: Campaign) -> None:
             f"campaign {a.pk} ran under {a.protocol.protocol_id} and campaign {b.pk} under {b.protocol.protocol_id}: "
             "results of different protocol identities are never pooled or compared"
         )
+    reasons += never_ranked([a, b])
     if reasons:
         raise ComparisonRefused(reasons)
 

@@ -21,6 +21,7 @@ from evaluator.records.campaign_filters import with_labels
 from evaluator.records.models import Attempt, Campaign
 from evaluator.records.pairwise import MOST_COMPARED, compare_campaigns_in_order
 from evaluator.records.queries import campaign_summaries
+from evaluator.records.result_flags import ResultFlag, flags_of
 
 OPEN = (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 
@@ -36,6 +37,7 @@ class BoardRow:
     per_task: dict[str, Rate]
     non_autonomous: int
     group: str | None = None  # letters: rows sharing one cannot be told apart; None past the rows compared
+    flags: tuple[ResultFlag, ...] = ()  # what its numbers cannot claim (records/result_flags.py): ranked, flagged
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def board(protocol_id: str, labels: Iterable[LabelFilter] = ()) -> Board | None:
     tasks = list(dict.fromkeys(t for s in summaries.values() for t in s.report.per_task))
     rates = {pk: s.report.overall.success_rate for pk, s in summaries.items()}
     ranked = dict(zip(rates, standings(list(rates.values())), strict=True))
+    flags = flags_of(newest.values())
     rows = [
         BoardRow(
             standing=ranked[pk],
@@ -111,6 +114,7 @@ def board(protocol_id: str, labels: Iterable[LabelFilter] = ()) -> Board | None:
             success_rate=rates[pk],
             per_task={t: a.success_rate for t, a in summaries[pk].report.per_task.items()},
             non_autonomous=summaries[pk].report.non_autonomous.attempted,
+            flags=tuple(flags[campaign.pk]),
         )
         for pk, campaign in newest.items()
     ]

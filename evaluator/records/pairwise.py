@@ -10,6 +10,7 @@ from evaluator.protocol.multiple import ManyComparison, compare_all
 from evaluator.protocol.paired import DEFAULT_LEVEL
 from evaluator.records.models import Campaign
 from evaluator.records.queries import campaign_summaries
+from evaluator.records.result_flags import never_ranked
 from evaluator.records.sequential import cells_by_key_of
 
 # Pairs grow as the square of the rows: 40 rows are 780 pairs, compared in well under a second.
@@ -29,7 +30,8 @@ def compare_campaign_set(
     and compared; refused with every reason."""
     ids = list(dict.fromkeys(campaign_ids))
     storable = [pk for pk in ids if 0 < pk < LARGEST_ID]  # a database integer: nothing larger can be a record
-    campaigns = {c.pk: c for c in Campaign.objects.filter(pk__in=storable).select_related("protocol", "policy")}
+    found = Campaign.objects.filter(pk__in=storable).select_related("protocol", "policy", "cancelled_by")
+    campaigns = {c.pk: c for c in found}
     reasons = [f"no campaign {pk}" for pk in ids if pk not in campaigns]
     if len(ids) < 2:
         reasons.append("name at least two campaigns")
@@ -39,6 +41,7 @@ def compare_campaign_set(
     if len(identities) > 1:
         named = "; ".join(f"{c.pk}: {c.protocol.protocol_id}" for c in campaigns.values())
         reasons.append(f"the campaigns ran under {len(identities)} protocol identities ({named}): never compared")
+    reasons += never_ranked(campaigns.values())
     if reasons:
         raise ComparisonRefused(reasons)
     summaries = campaign_summaries(ids)

@@ -8,7 +8,6 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Max, Sum
-from django.db.models.fields.json import KeyTransform
 
 from evaluator.protocol import sim_to_real
 from evaluator.protocol.aggregates import CellResult, Report, aggregate
@@ -22,6 +21,7 @@ from evaluator.records.models import (
     Campaign,
     RealRobotRate,
 )
+from evaluator.records.result_flags import versions_of
 
 
 def campaign_cells(
@@ -90,11 +90,7 @@ def finished_key(state: dict) -> str:
 def policy_versions(campaign: Campaign) -> list[str]:
     """The versions its policy server reported (a `policy_version` in its replies), in the order first seen over
     its attempts as they started; more than one: the weights behind its URL changed while it ran."""
-    seen: dict[str, None] = {}
-    rows = campaign.attempts.filter(started_at__isnull=False).order_by("started_at", "pk")
-    for versions in rows.values_list(KeyTransform("policy_versions", "accounting"), flat=True):
-        seen.update(dict.fromkeys(versions or ()))
-    return list(seen)
+    return versions_of([campaign.pk])[campaign.pk]
 
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:

@@ -16,6 +16,7 @@ from evaluator.records.campaign_filters import filter_campaigns
 from evaluator.records.comparisons import compare_campaigns
 from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_cells, campaign_report, campaign_summary, policy_versions
+from evaluator.records.result_flags import result_flags
 from evaluator.records.roles import check_can
 from evaluator.records.sequential import cells_not_run, sequential_state_of
 from evaluator.records.stages import compared_stages
@@ -101,6 +102,7 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "labels": campaign.labels,
         "cancelled": cancelled_out(campaign),
         "policy_versions": policy_versions(campaign),
+        "flags": [flag.as_dict() for flag in result_flags(campaign)],
         "cells": summary.total,
         "statuses": statuses,
         "finished": statuses[Attempt.Status.FINISHED],

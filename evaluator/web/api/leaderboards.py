@@ -73,6 +73,7 @@ def board_out(request, found: Board) -> dict:
                 "cells_not_run": row.not_run,
                 "sequential": bool(row.campaign.sequential),
                 "group": row.group,
+                "flags": [flag.as_dict() for flag in row.flags],
             }
             for row in found.rows
         ],

@@ -175,6 +175,15 @@ class CancelledOut(Schema):
     at: datetime
 
 
+class ResultFlagOut(Schema):
+    code: str = Field(description="cancelled or policy_version_changed")
+    reason: str
+    ranked: bool = Field(
+        description="false: no ranking or comparison takes the campaign, and a reader logs it only when a partial "
+        "result is asked for explicitly"
+    )
+
+
 class CampaignOut(Schema):
     id: int
     name: str
@@ -191,6 +200,10 @@ class CampaignOut(Schema):
     cancelled: CancelledOut | None = Field(description="who cancelled its cells not yet run, and when")
     policy_versions: list[str] = Field(
         description="the versions the policy server reported, in the order first seen; more than one: it changed"
+    )
+    flags: list[ResultFlagOut] = Field(
+        description="what its numbers cannot claim: cancelled (never ranked or compared; logged only when a partial "
+        "result is asked for), policy_version_changed (ranked, flagged)"
     )
     cells: int
     statuses: dict[str, int] = Field(description="the planned cells by status: pending, queued, running, finished")
@@ -393,6 +406,9 @@ class LeaderboardRowOut(Schema):
     group: str | None = Field(
         description="letters: rows sharing one cannot be told apart (every pair on its common cells, exact McNemar, "
         "Holm-adjusted); null past the first 40 rows"
+    )
+    flags: list[ResultFlagOut] = Field(
+        description="what its numbers cannot claim (policy_version_changed): ranked, flagged"
     )
 
 

@@ -94,7 +94,7 @@ def _plans_differ(found: Board) -> bool:
 
 def _csv(found: Board) -> str:
     header = ["rank", "tied", "group", "policy", "campaign", "successes", "completed", "success_rate", "wilson95_low"]
-    header += ["wilson95_high", "non_autonomous"] + [f"{task}_successes/completed" for task in found.tasks]
+    header += ["wilson95_high", "non_autonomous", "flags"] + [f"{task}_successes/completed" for task in found.tasks]
     rows = []
     for row in found.rows:
         rate = row.success_rate
@@ -112,7 +112,7 @@ def _csv(found: Board) -> str:
                 row.campaign.pk,
                 rate.numerator,
             ]
-            + [rate.denominator, rate.value, low, high, row.non_autonomous, *tasks]
+            + [rate.denominator, rate.value, low, high, row.non_autonomous, " ".join(f.code for f in row.flags), *tasks]
         )
     return csv_text(header, rows)
 
