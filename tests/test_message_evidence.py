@@ -102,3 +102,24 @@ def test_a_frame_a_body_carries_is_stored_once_and_the_body_is_served_as_sent(ru
     png.write_bytes(cv2.imencode(".png", np.zeros((480, 640, 3), np.uint8))[1].tobytes())  # another picture
     altered = operator.get(f"/attempts/{attempt.pk}/files/{sent[0].name}")
     assert altered.status_code == 404 and b"do not rebuild the body that was sent" in altered.content
+
+
+def test_a_frame_altered_in_place_is_said_altered_on_the_review_page_as_verify_evidence_says(
+    run_spec, servers, media_root, operator
+):
+    """Issue "... fifth round", item 24: "`.split` evidence whose PNG was altered on disk is a 404 "evidence altered"
+    from the API, but the review page says nothing: it says the evidence is altered, as `verify-evidence` does." The
+    PNG keeps its size (one byte flipped), so no size check sees it."""
+    server = servers(HttpPolicyServer(always(zero_chunk())))
+    attempt = run_spec(server.url, budget_mode="decisions", max_policy_calls=2)
+    review = f"/attempts/{attempt.pk}/"
+    assert 'id="evidence-state"' not in operator.get(review).content.decode()
+    png = media_root / attempt.artifacts.get(path__endswith="messages/call-0001.png").path
+    data = bytearray(png.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    png.write_bytes(bytes(data))
+    sent = attempt.artifacts.get(path__endswith="call-0001.sent-1.json.split")
+    assert operator.get(f"/attempts/{attempt.pk}/files/{sent.name}").status_code == 404
+    page = operator.get(review).content.decode()
+    assert 'id="evidence-state"' in page
+    assert "evidence altered: messages/call-0001.png: sha256 differs from the recorded one" in page

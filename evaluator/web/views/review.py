@@ -24,7 +24,7 @@ from evaluator.protocol.scoring import Outcome
 from evaluator.records.models import Artifact, Attempt, Replay
 from evaluator.records.review_order import campaign_order, neighbours
 from evaluator.running.sent_bodies import SPLIT, SentBodyAltered, rebuilt
-from evaluator.running.verification import verify_attempt
+from evaluator.running.verification import REBUILT_KINDS, verify_attempt
 from evaluator.web.access import require, viewable_attempt
 from evaluator.web.views.attempts import search_attempts
 from evaluator.web.views.common import PLAYBACK_SPEEDS, action_groups, attempt_contract
@@ -88,7 +88,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
             "artifacts": artifacts,
             "messages_count": attempt.artifacts.filter(kind="message").count(),
             # Sizes on every view; hashes on demand (the verify link).
-            "verification": verify_attempt(attempt),
+            "verification": verify_attempt(attempt, hashed_kinds=REBUILT_KINDS),
             "can_start": request.user.has_perm("evaluator.start_attempt"),
             "can_watch": request.user.has_perm("evaluator.watch_attempt"),
             "speeds": PLAYBACK_SPEEDS,
