@@ -97,6 +97,44 @@ def test_postgres_lets_a_running_attempt_change(database):
     assert database.execute("SELECT policy_calls FROM evaluator_attempt WHERE id = %s", [running]).fetchone() == (4,)
 
 
+def test_postgres_keeps_tags_failure_modes_and_cancel_marks_as_written(database):
+    """Issue "... fifth round", item 21: "raw SQL edited a tag's note and user, cleared a removal, deleted a tag,
+    relabelled a failure mode and set `cancelled_at` on a finished campaign ... Protect them as the other records
+    are" (tests/test_mark_triggers.py sends every forgery to SQLite)."""
+    finished = _ids(database)["finished"]
+    (mode,) = database.execute(
+        "INSERT INTO evaluator_failuremode (benchmark, name, label, created_at) VALUES ('simpler_env', 'slip', 'slip',"
+        " now()) RETURNING id"
+    ).fetchone()
+    (tag,) = database.execute(
+        "INSERT INTO evaluator_episodetag (attempt_id, mode_id, note, username, created_at, removed_username)"
+        " VALUES (%s, %s, 'let go', 'rita', now(), '') RETURNING id",
+        [finished, mode],
+    ).fetchone()
+    (campaign,) = database.execute("SELECT campaign_id FROM evaluator_attempt WHERE id = %s", [finished]).fetchone()
+    # What the rules allow: the removal recorded once, the first cancel while a cell is open.
+    database.execute(
+        "UPDATE evaluator_episodetag SET removed_at = now(), removed_username = 'rita' WHERE id = %s", [tag]
+    )
+    database.execute("UPDATE evaluator_campaign SET cancelled_at = now() WHERE id = %s", [campaign])
+    for forgery in (
+        "UPDATE evaluator_episodetag SET note = 'forged' WHERE id = {tag}",
+        "UPDATE evaluator_episodetag SET removed_at = NULL, removed_username = '' WHERE id = {tag}",
+        "DELETE FROM evaluator_episodetag WHERE id = {tag}",
+        "TRUNCATE evaluator_episodetag",
+        "UPDATE evaluator_failuremode SET label = 'forged' WHERE id = {mode}",
+        "DELETE FROM evaluator_failuremode WHERE id = {mode}",
+        "UPDATE evaluator_campaign SET cancelled_at = NULL WHERE id = {campaign}",
+        "UPDATE evaluator_campaign SET cancelled_at = now() - interval '1 day' WHERE id = {campaign}",
+    ):
+        with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="never changed|set once"):
+            database.execute(forgery.format(tag=tag, mode=mode, campaign=campaign))
+    assert database.execute("SELECT note, removed_username FROM evaluator_episodetag").fetchall() == [
+        ("let go", "rita")
+    ]
+    assert database.execute("SELECT label FROM evaluator_failuremode WHERE id = %s", [mode]).fetchone() == ("slip",)
+
+
 def test_postgres_refuses_an_upsert_over_a_finished_attempt(database):
     # "test the REPLACE and UPSERT forms": PostgreSQL has no REPLACE; ON CONFLICT is its upsert.
     finished = _ids(database)["finished"]

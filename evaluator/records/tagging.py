@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evaluator.protocol.errors import ProtocolError
@@ -39,11 +39,16 @@ class TagRefused(ProtocolError):
 
 
 def vocabulary(benchmark: str) -> list[FailureMode]:
-    """The benchmark's failure modes, its defaults made the first time they are asked for."""
-    FailureMode.objects.bulk_create(
-        [FailureMode(benchmark=benchmark, name=name, label=label) for name, label in DEFAULT_MODES],
-        ignore_conflicts=True,
-    )
+    """The benchmark's failure modes, its defaults made the first time they are asked for (only those missing: the
+    database refuses any insert over a kept mode, records/mark_triggers.py)."""
+    have = set(FailureMode.objects.filter(benchmark=benchmark).values_list("name", flat=True))
+    missing = [FailureMode(benchmark=benchmark, name=n, label=label) for n, label in DEFAULT_MODES if n not in have]
+    if missing:
+        try:
+            with transaction.atomic():
+                FailureMode.objects.bulk_create(missing)
+        except IntegrityError:
+            pass  # another request made them meanwhile
     return list(FailureMode.objects.filter(benchmark=benchmark).order_by("name"))
 
 

@@ -1,4 +1,5 @@
-"""Database triggers: a finished attempt, its records and what its plan points to cannot be changed or deleted.
+"""Database triggers: a finished attempt, its records and what its plan points to cannot be changed or deleted (and,
+from records/mark_triggers.py, the tags, failure modes and cancel marks people put on them).
 
 The models refuse such writes too; the triggers also stop queryset updates, bulk writes and
 raw SQL, so the rule holds below every view and admin action. They are dropped before each
@@ -8,6 +9,7 @@ otherwise lose the triggers on it and break those that name it.
 
 from django.db import connections, models
 
+from evaluator.records import mark_triggers as marks
 from evaluator.records.models import Campaign, Policy, ProtocolIdentity, Task
 
 RECORD_TABLES = ("evaluator_decision", "evaluator_step", "evaluator_intervention", "evaluator_artifact")
@@ -266,8 +268,11 @@ POSTGRES_DROP += (
     ]
 )
 
-STATEMENTS = {"sqlite": (SQLITE_CREATE, SQLITE_DROP), "postgresql": (POSTGRES_CREATE, POSTGRES_DROP)}
-TABLES = ("evaluator_attempt", *RECORD_TABLES, *FROZEN)
+STATEMENTS = {
+    "sqlite": (SQLITE_CREATE + marks.SQLITE_CREATE, SQLITE_DROP + marks.SQLITE_DROP),
+    "postgresql": (POSTGRES_CREATE + marks.POSTGRES_CREATE, POSTGRES_DROP + marks.POSTGRES_DROP),
+}
+TABLES = ("evaluator_attempt", *RECORD_TABLES, *FROZEN, *marks.TABLES)
 
 
 def _run(using: str, create: bool) -> None:
