@@ -235,3 +235,22 @@ def test_rsi_plan_says_the_pairs_a_difference_needs_and_refuses_an_impossible_on
     assert [row["pairs"] for row in as_json["fixed_design"]] == [103, 135]
     refused = rsi("plan", "--rate", "0.95", "--difference", "0.1", token=token, url=base)
     assert refused.returncode == 1 and "0.95 plus the difference 0.1 is 1.05" in refused.stderr
+
+
+def test_the_client_never_sends_an_address_longer_than_the_site_reads(site, rsi):
+    """Issue "... fifth round", item 22: "A request line over about 16 KB (a pairwise of many ids, many labels) is
+    dropped by daphne with no status: the client and the pages never build one." Twenty labels of 200 characters that
+    percent-encode nine bytes each would make a 36 KB address: refused before it is sent, with the reason; the same
+    labels in ASCII fit, and the site answers them."""
+    from rsi_client import ApiError, Client
+
+    base, _ = site
+    token = make_token(base)
+    client = Client(base, token=token)
+    with pytest.raises(ApiError) as refused:
+        client.campaigns(labels={f"l{i}": "é" * 200 for i in range(20)})
+    assert refused.value.code == "request_too_long" and "over the 8192 the site reads" in refused.value.reasons[0]
+    assert client.campaigns(labels={f"l{i}": "x" * 200 for i in range(20)})["campaigns"] == []
+    labels = [arg for i in range(20) for arg in ("--label", f"l{i}={'é' * 200}")]
+    done = rsi("campaigns", *labels, token=token, url=base)
+    assert done.returncode == 5 and "rsi: request_too_long (HTTP none)" in done.stderr
