@@ -22,6 +22,7 @@ cells hard agree more, and need fewer pairs). Then p10 = (psi - delta) / 2 and p
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -188,6 +189,7 @@ def fits(pairs: int | None, cells: int | None) -> bool | None:
     return pairs is not None and pairs <= cells
 
 
+@functools.lru_cache(maxsize=1024)  # a plan is a pure function of its inputs (the simulation's seed is fixed)
 def plan_power(
     baseline_rate: float,
     difference: float,

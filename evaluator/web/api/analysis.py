@@ -4,10 +4,14 @@ protocol core's (evaluator/protocol/power.py, factors.py); docs/statistics.md ha
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from urllib.parse import urlencode
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema
+from ninja.throttling import AuthRateThrottle
 
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN
 from evaluator.records.models import Campaign
@@ -62,7 +66,33 @@ class PlanOut(Schema):
     most_pairs_simulated: int
 
 
-@operation(router, "GET", "/plan", permission="view_campaign", response=PlanOut)
+# A plan not planned before simulates 400 sequential campaigns (seconds of CPU): each caller may ask PLANS_A_MINUTE a
+# minute, and PLANS_AT_ONCE are planned at a time; a plan planned before is answered from the core's cache.
+PLANS_A_MINUTE = 30
+PLANS_AT_ONCE = max(1, len(os.sched_getaffinity(0)) // 2)
+PLANNING = threading.BoundedSemaphore(PLANS_AT_ONCE)
+PLANNING_WAIT_S = 5.0
+
+
+@contextlib.contextmanager
+def planning_slot():
+    """One of the PLANS_AT_ONCE planning slots, or a 429 once PLANNING_WAIT_S has passed without one."""
+    if not PLANNING.acquire(timeout=PLANNING_WAIT_S):
+        raise ApiError(429, "throttled", f"{PLANS_AT_ONCE} plans are being simulated: ask again in a few seconds")
+    try:
+        yield
+    finally:
+        PLANNING.release()
+
+
+@operation(
+    router,
+    "GET",
+    "/plan",
+    permission="view_campaign",
+    response=PlanOut,
+    throttle=AuthRateThrottle(f"{PLANS_A_MINUTE}/min"),
+)
 def get_plan(
     request,
     difference: float = Query(..., description="the difference to detect, B - A in success rate (e.g. 0.1)"),
@@ -75,7 +105,8 @@ def get_plan(
     """The pairs a fixed paired design needs to detect `difference` at 80% and 90% power (McNemar's exact test,
     summed exactly), and the pairs a sequential campaign over the baseline's cells takes, simulated."""
     campaign = get_object_or_404(Campaign, pk=baseline) if baseline is not None else None
-    plan, rate = plan_against(campaign, baseline_rate, difference, level, margin, discordance)
+    with planning_slot():
+        plan, rate = plan_against(campaign, baseline_rate, difference, level, margin, discordance)
     return {
         "baseline_campaign": baseline,
         "baseline_success_rate": rate.as_dict() if rate else None,
