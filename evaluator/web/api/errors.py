@@ -34,7 +34,7 @@ ERROR_STATUSES = {
     403: "the user's roles do not grant the endpoint's permission, or a session request failed its CSRF check",
     404: "no such record",
     422: "a well-formed request that the protocol refuses (a launch, a start, a comparison): every reason at once",
-    429: "too many requests: failed token authentications from this address (wait for the cool-off), or plans (GET /plan)",
+    429: "too many requests: failed token authentications from this address, or plans asked (GET /plan): wait",
 }
 
 
