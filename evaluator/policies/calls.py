@@ -216,6 +216,13 @@ class KeptConnection:
                 raise http.client.IncompleteRead(data, length - len(data))
             if response.will_close:
                 self.close()  # the server ends the connection after this reply: the next call opens one
+            if 300 <= response.status < 400:  # never followed: the allow-list names the servers RSI may call
+                where = (response.getheader("Location") or "")[:200]
+                raise PolicyFailure(
+                    ErrorType.POLICY_SERVER_ERROR,
+                    f"the {self.what} server answered HTTP {response.status}, a redirect to {where!r}: RSI follows no "
+                    "redirect",
+                )
             return response.status, data
         except PolicyFailure:
             raise

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import msgpack
 import numpy as np
-from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.frames import CloseCode
 from websockets.sync.client import connect
 
@@ -29,6 +29,18 @@ from evaluator.policies.base import (
 from evaluator.policies.calls import MAX_REPLY_BYTES, CallDeadline, credential_headers, too_large
 from evaluator.policies.replies import check_nesting, excerpt
 from evaluator.protocol.scoring import ErrorType
+
+
+def redirect_refused(exc: ValueError) -> str:
+    """What an episode says of a server that answered its handshake with a redirect, which RSI never follows."""
+    cause = exc.__cause__
+    if isinstance(cause, InvalidStatus):
+        where = cause.response.headers.get("Location", "")[:200]
+        return (
+            f"the policy server answered HTTP {cause.response.status_code}, a redirect to {where!r}: RSI follows no "
+            "redirect (RSI_POLICY_HOSTS names the servers it may call), so name the server's own address"
+        )
+    return "the connection to the policy failed"
 
 
 def unpack(data: bytes, what: str = "the message"):
@@ -117,15 +129,24 @@ class OpenPiPolicy(Policy):
 
     def _open(self, deadline: CallDeadline):
         if self.socket is None:
+            parts = urllib.parse.urlsplit(self.uri)
+            sock = None
             try:
+                # RSI's own socket to the URL's host and port: websockets then follows no redirect (a server the
+                # allow-list admits could send the episode anywhere) and takes no proxy from the environment (no
+                # policy transport does: docs/policies.md, "Proxies and redirects").
+                sock = socket_module.create_connection(
+                    (parts.hostname, parts.port or (443 if parts.scheme == "wss" else 80)), timeout=deadline.remaining()
+                )
                 # Held across the calls of one episode, hence not a `with` block.
                 self.socket = connect(
                     self.uri,
+                    sock=sock,
                     compression=None,
                     max_size=MAX_REPLY_BYTES,
                     open_timeout=deadline.remaining(),
                     close_timeout=1,
-                    additional_headers=credential_headers(urllib.parse.urlsplit(self.uri)),
+                    additional_headers=credential_headers(parts),
                     legacy=True,
                 )
                 received = self.socket.recv(timeout=deadline.remaining())
@@ -133,7 +154,13 @@ class OpenPiPolicy(Policy):
                 raise self._fail(
                     ErrorType.POLICY_TIMEOUT, f"no server metadata within {deadline.seconds:g} s"
                 ) from None
+            except ValueError as exc:  # websockets' refusal to follow a redirect on a socket it was handed
+                if sock is not None:
+                    sock.close()
+                raise self._fail(ErrorType.POLICY_TRANSPORT, redirect_refused(exc), repr(exc)) from None
             except (OSError, WebSocketException) as exc:
+                if sock is not None and self.socket is None:
+                    sock.close()
                 raise self._fail(ErrorType.POLICY_TRANSPORT, "the connection to the policy failed", repr(exc)) from None
             try:
                 self.metadata = unpack(received, "the server metadata")
