@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 
 from evaluator.policies import msgpack_numpy
-from evaluator.policies.base import EpisodeStart, Policy, PolicyFailure
-from evaluator.policies.model_hosts import HostPlan, RunningHost, model_host
+from evaluator.policies.base import EpisodeStart, Policy, PolicyFailure, PolicySetupFailure
+from evaluator.policies.model_hosts import HostPlan, RunningHost, model_host, replace_host
 from evaluator.policies.openpi import OpenPiPolicy
 from evaluator.protocol.scoring import ErrorType
 
@@ -32,6 +32,7 @@ class HostedPolicy(Policy):
         self.host: RunningHost | None = None
         self.connection: OpenPiPolicy | None = None
         self.metadata: dict = {}  # what the host said when the episode connected
+        self.replaced: dict | None = None  # the unresponsive host this episode's start killed and replaced
 
     def plan(self) -> HostPlan:
         raise NotImplementedError
@@ -45,18 +46,32 @@ class HostedPolicy(Policy):
 
     def start_episode(self, start: EpisodeStart) -> None:
         """The machine's host for this policy (started and loaded if none runs), checked, and a fresh connection to it:
-        the host makes the episode's state afresh for it, so no memory carries over between episodes."""
+        the host makes the episode's state afresh for it, so no memory carries over between episodes. A host found
+        running that does not answer the handshake in time (stopped, deadlocked) is killed and replaced, once."""
         self.end_episode()
-        with model_host(self.plan()) as host:
+        plan = self.plan()
+        with model_host(plan) as host:
             self.host = host
             self.check_loaded(host.loaded)
-            self.connection = OpenPiPolicy(
-                f"{host.uri}/?episode_seed={episode_seed(start.token)}",
-                self.timeout_s,
-                connect_timeout_s=max(self.timeout_s, HOST_CONNECT_S),
-            )
-            self.connection.start_episode(start)
-            self.metadata = self.connection.metadata or {}
+            try:
+                self._connect(host, start)
+            except PolicySetupFailure as failure:  # the handshake: refused, or not answered in time
+                if host.started_here:
+                    raise
+                self.replaced = {"pid": host.pid, "instance": host.instance, "why": str(failure)}
+                self.host = replace_host(plan, host)
+                self.check_loaded(self.host.loaded)
+                self._connect(self.host, start)
+
+    def _connect(self, host: RunningHost, start: EpisodeStart) -> None:
+        self.connection = OpenPiPolicy(
+            f"{host.uri}/?episode_seed={episode_seed(start.token)}",
+            self.timeout_s,
+            connect_timeout_s=max(self.timeout_s, HOST_CONNECT_S),
+            headers=host.credentials,
+        )
+        self.connection.start_episode(start)
+        self.metadata = self.connection.metadata or {}
 
     def call(self, observation: dict) -> dict:
         """One call: the host's reply, holding "actions" (and its server_timing), or PolicyFailure."""
@@ -89,5 +104,6 @@ class HostedPolicy(Policy):
                 "max_batch": metadata.get("max_batch"),
                 "max_wait_ms": metadata.get("max_wait_ms"),
                 "episode_seed": metadata.get("episode_seed"),
+                "replaced": self.replaced,
             }
         }

@@ -165,7 +165,9 @@ class LeRobotPolicy(HostedPolicy):
         }
         # Importing torch and lerobot and loading the weights is not a call: it has its own, longer limit.
         what = f"the LeRobot checkpoint {self.path}"
-        return HostPlan("lerobot", release.python, self.mapping, max(self.timeout_s, 300.0), what)
+        return HostPlan(
+            "lerobot", release.python, self.mapping, max(self.timeout_s, 300.0), what, sha256=self.folder_sha256
+        )
 
     def check_loaded(self, loaded: dict) -> None:
         if self.folder_sha256 is not None and loaded.get("folder_sha256") != self.folder_sha256:

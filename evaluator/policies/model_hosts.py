@@ -2,11 +2,16 @@
 whichever process first needs it and shared by every process here (the embedded executor's threads, each Celery
 worker process, the policy check), so that a model is loaded once per executor host and device.
 
-A host is model_server.py in the model's interpreter, serving openpi's websocket protocol on loopback. Its record
-(pid, port, instance) lies in RSI_MODEL_HOST_DIR (default: a folder of this user's under the temporary directory,
-mode 0700), beside a lock file: a process looks a host up, starts it if none runs, and opens its episode's connection
-under that lock; a host exits when no episode has been connected for RSI_MODEL_HOST_IDLE_S (default 300), taking the
-lock first, so that nobody connects to a host that is exiting. Its log (the host's stderr) lies beside its record.
+A host is model_server.py in the model's interpreter, serving openpi's websocket protocol on loopback to callers that
+present the secret it was started with (any other local process is refused before any model work). Its record (pid,
+port, instance, secret; readable by this user alone) lies in RSI_MODEL_HOST_DIR (default: a folder of this user's
+under the temporary directory, mode 0700), beside a lock file: a process looks a host up, starts it if none runs, and
+opens its episode's connection under that lock; a host exits when no episode has been connected for
+RSI_MODEL_HOST_IDLE_S (default 300), taking the lock first, so that nobody connects to a host that is exiting. Its log
+(the host's stderr) lies beside its record. A host that does not answer an episode's handshake in time (stopped,
+deadlocked) is killed, its process group being RSI's own, and replaced (`replace_host`), and the attempt's provenance
+says so. Hosts are keyed by what they load, the model's sha256 at launch included: a model replaced in place gets a
+host of its own.
 
 Settings (environment): RSI_MODEL_HOST_MAX_BATCH (default 8: calls of concurrent episodes in one forward pass; 1
 turns batching off) and RSI_MODEL_HOST_MAX_WAIT_MS (default 2: how long the first call of a batch waits for others).
@@ -19,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -71,10 +77,14 @@ class HostPlan:
     load_timeout_s: float
     what: str  # "the LeRobot checkpoint PATH", for messages
     batching: Mapping = field(default_factory=batching)
+    sha256: str | None = None  # the model's bytes when the cell was launched: a model replaced in place is another
 
     def key(self) -> str:
-        """Hosts are shared by what they load and how they batch; two plans with one key share a host."""
+        """Hosts are shared by what they load (the bytes included) and how they batch; two plans with one key share a
+        host."""
         named = {"model": self.model, "python": self.python, "load": dict(self.load), "batching": dict(self.batching)}
+        if self.sha256 is not None:
+            named["sha256"] = self.sha256
         return hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -86,10 +96,16 @@ class RunningHost:
     loaded: dict
     started_here: bool  # this process started (and loaded) it for the caller
     log: Path
+    secret: str = field(repr=False, default="")
 
     @property
     def uri(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        """The handshake header that the host serves."""
+        return {"Authorization": f"Bearer {self.secret}"}
 
     def alive(self) -> bool:
         return _is_host(self.pid)
@@ -126,7 +142,7 @@ def _running(record: Path, log: Path) -> RunningHost | None:
     try:
         found = json.loads(record.read_text())
         instance, pid, port, loaded = str(found["instance"]), int(found["pid"]), int(found["port"]), found["loaded"]
-        host = RunningHost(instance, pid, port, dict(loaded), False, log)
+        host = RunningHost(instance, pid, port, dict(loaded), False, log, str(found["secret"]))
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError):  # not a record this module wrote: a host it cannot use
@@ -154,14 +170,31 @@ def _tail(log: Path) -> str:
         return ""
 
 
-def server_config(plan: HostPlan, host: str, port: int, idle_s: float | None, lock: str | None) -> dict:
-    """model_server.py's configuration line for `plan`."""
-    return {"model": plan.model, "load": dict(plan.load), "host": host, "port": port, "idle_s": idle_s, "lock": lock}
+def server_config(
+    plan: HostPlan, host: str, port: int, idle_s: float | None, lock: str | None, secret: str | None
+) -> dict:
+    """model_server.py's configuration line for `plan` (given on its stdin: a secret never shows in a process list)."""
+    load, model = dict(plan.load), plan.model
+    return {"model": model, "load": load, "host": host, "port": port, "idle_s": idle_s, "lock": lock, "secret": secret}
+
+
+def replace_host(plan: HostPlan, host: RunningHost) -> RunningHost:
+    """Kill `host` (its whole process group: RSI started it in a session of its own) and start another for `plan`.
+    Called inside `model_host(plan)`'s block, under its lock: nobody else connects to either meanwhile."""
+    folder, key = host_folder(), plan.key()
+    if _is_host(host.pid):  # still the host this record named, not a process that took its pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(host.pid, signal.SIGKILL)
+    (folder / f"{key}.json").unlink(missing_ok=True)
+    with (folder / f"{key}.log").open("ab") as log:
+        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} host {host.pid} killed: no handshake in time\n".encode())
+    return _start(plan, folder / f"{key}.json", folder / f"{key}.log", str(folder / f"{key}.lock"))
 
 
 def _start(plan: HostPlan, record: Path, log: Path, lock: str) -> RunningHost:
     idle_s = _setting("RSI_MODEL_HOST_IDLE_S", 300.0, 1, 7 * 86400)
-    config = {**server_config(plan, "127.0.0.1", 0, idle_s, lock), **plan.batching}
+    secret = secrets.token_urlsafe(32)
+    config = {**server_config(plan, "127.0.0.1", 0, idle_s, lock, secret), **plan.batching}
     started_at = time.monotonic()
     with log.open("ab") as stderr:
         stderr.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {plan.what}\n".encode())
@@ -200,9 +233,11 @@ def _start(plan: HostPlan, record: Path, log: Path, lock: str) -> RunningHost:
         raise PolicySetupFailure(f"{plan.what} does not load: {why}")
     ready["loaded"]["host_start_s"] = round(time.monotonic() - started_at, 3)
     temporary = record.with_suffix(".tmp")
-    temporary.write_text(json.dumps(ready))
+    temporary.unlink(missing_ok=True)
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:  # it holds the secret
+        json.dump({**ready, "secret": secret}, file)
     temporary.replace(record)
-    return RunningHost(ready["instance"], int(ready["pid"]), int(ready["port"]), ready["loaded"], True, log)
+    return RunningHost(ready["instance"], int(ready["pid"]), int(ready["port"]), ready["loaded"], True, log, secret)
 
 
 def _ready_line(process: subprocess.Popen, timeout_s: float) -> bytes | None:

@@ -5,7 +5,12 @@ checkpoint) and imports only the standard library, numpy, websockets, msgpack an
 Run as `python model_server.py`, its configuration as one JSON line on stdin:
 
     {"model": "lerobot" | "torchscript", "load": {the adapter's load request}, "host": "127.0.0.1", "port": 0,
-     "max_batch": 8, "max_wait_ms": 2.0, "idle_s": 300 or null, "lock": a lock file's path or null}
+     "max_batch": 8, "max_wait_ms": 2.0, "idle_s": 300 or null, "lock": a lock file's path or null,
+     "secret": the secret callers present, or null}
+
+With a secret, a connection is served only when its handshake carries `Authorization: Bearer SECRET`; any other is
+answered 401 before any model work (RSI's evaluators read the secret from the host's record, which only this user
+can read; served elsewhere, from RSI_POLICY_CREDENTIALS).
 
 It loads the model, binds, then prints one JSON line on stdout, {"instance", "pid", "port", "loaded"}, and serves.
 
@@ -28,12 +33,14 @@ which evaluators look up and connect to it: an evaluator never connects to a hos
 import asyncio
 import contextlib
 import fcntl
+import hmac
 import json
 import os
 import secrets
 import sys
 import time
 import urllib.parse
+from http import HTTPStatus
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +128,24 @@ def observation_of(data) -> dict:
     return observation
 
 
+def refuse_strangers(secret: str | None):
+    """The handshake check of a host started with `secret`: a caller that does not present it is refused, 401."""
+    expected = f"Bearer {secret}".encode()
+
+    def check(connection, request):
+        if secret is None:
+            return None
+        presented = request.headers.get("Authorization", "").encode(errors="replace")
+        if hmac.compare_digest(presented, expected):
+            return None
+        print("model host: a connection without its secret was refused", file=sys.stderr, flush=True)
+        return connection.respond(
+            HTTPStatus.UNAUTHORIZED, "this model host serves only callers that present its secret\n"
+        )
+
+    return check
+
+
 async def serve(config: dict, model, loaded: dict, batched: bool, ready) -> None:
     import websockets
 
@@ -153,7 +178,9 @@ async def serve(config: dict, model, loaded: dict, batched: bool, ready) -> None
             idle_since[0] = time.monotonic()
 
     address = config.get("host", "127.0.0.1"), int(config.get("port", 0))
-    async with websockets.serve(handler, *address, max_size=MAX_MESSAGE_BYTES, compression=None) as server:
+    check = refuse_strangers(config.get("secret"))
+    serving = websockets.serve(handler, *address, max_size=MAX_MESSAGE_BYTES, compression=None, process_request=check)
+    async with serving as server:
         port = next(iter(server.sockets)).getsockname()[1]
         print(json.dumps({"instance": instance, "pid": os.getpid(), "port": port, "loaded": loaded}), file=ready)
         ready.close()

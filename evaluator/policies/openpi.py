@@ -101,10 +101,12 @@ class OpenPiPolicy(Policy):
         image_key: str | None = None,
         prompt_key: str | None = None,
         connect_timeout_s: float | None = None,
+        headers: dict[str, str] | None = None,
     ):
         if profile not in PROFILES:
             raise ValueError(f"unknown openpi observation profile {profile!r}; one of {', '.join(PROFILES)}")
         self.uri, self.timeout_s = uri, timeout_s
+        self.headers = headers  # the handshake's credentials; None: those the server holds (RSI_POLICY_CREDENTIALS)
         # The episode's handshake (connection and metadata) is no call: by default it shares the call's deadline.
         self.connect_timeout_s = timeout_s if connect_timeout_s is None else connect_timeout_s
         self.profile = PROFILES[profile]
@@ -146,7 +148,7 @@ class OpenPiPolicy(Policy):
                     max_size=MAX_REPLY_BYTES,
                     open_timeout=deadline.remaining(),
                     close_timeout=1,
-                    additional_headers=credential_headers(parts),
+                    additional_headers=credential_headers(parts) if self.headers is None else self.headers,
                     legacy=True,
                 )
                 received = self.socket.recv(timeout=deadline.remaining())

@@ -49,7 +49,7 @@ class TorchScriptPolicy(HostedPolicy):
 
     def plan(self) -> HostPlan:
         load, what = {"path": self.path, "device": self.device}, f"the TorchScript module {self.path}"
-        return HostPlan("torchscript", self.python, load, max(self.timeout_s, 120.0), what)
+        return HostPlan("torchscript", self.python, load, max(self.timeout_s, 120.0), what, sha256=self.module_sha256)
 
     def check_loaded(self, loaded: dict) -> None:
         if self.module_sha256 is not None and loaded.get("sha256") != self.module_sha256:
