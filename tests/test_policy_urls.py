@@ -8,6 +8,7 @@ policy URL at launch (say in docs/policies.md how to pass a credential instead: 
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,18 +36,24 @@ def every_way_in(client, spec: str) -> list:
     ]
 
 
+def refused_everywhere(client, spec: str, reason: str) -> None:
+    """The API's preview, create and check are a 422 saying `reason`, the launch page says it, `evaluate` fails
+    with it, and nothing is stored."""
+    *api, page = every_way_in(client, spec)
+    for response in api:
+        assert response.status_code == 422, response.content[:300]
+        assert any(reason in r for r in response.json()["reasons"]), response.json()
+    assert page.status_code == 200 and reason in page.content.decode()
+    with pytest.raises(CommandError, match=re.escape(reason)):
+        call_command("evaluate", "fetch", "--task", "reach", "--seed", "0", "--policy", spec, stdout=io.StringIO())
+    assert not Campaign.objects.exists() and not Policy.objects.filter(spec=spec).exists()
+
+
 @pytest.mark.parametrize("allowed", [[], ["gpu7"]], ids=["no-allow-list", "RSI_POLICY_HOSTS=gpu7"])
 @pytest.mark.parametrize("spec", BAD_PORTS)
 def test_a_bad_port_is_refused_with_the_reason_everywhere(operator, settings, allowed, spec):
     settings.RSI_POLICY_HOSTS = allowed
-    *api, page = every_way_in(operator, spec)
-    for response in api:
-        assert response.status_code == 422, response.content[:300]
-        assert any("its port is not a number in 1..65535" in r for r in response.json()["reasons"])
-    assert page.status_code == 200 and "its port is not a number in 1..65535" in page.content.decode()
-    with pytest.raises(CommandError, match="its port is not a number in 1..65535"):
-        call_command("evaluate", "fetch", "--task", "reach", "--seed", "0", "--policy", spec, stdout=io.StringIO())
-    assert not Campaign.objects.exists()
+    refused_everywhere(operator, spec, "its port is not a number in 1..65535")
 
 
 BAD_BRACKETS = ["http://[::1/okpol", "http://[zz]:80/x", "openpi+ws://[::1", "openai+http://[::1/v1?model=m"]
@@ -67,26 +74,14 @@ def test_an_unbalanced_or_invalid_ipv6_bracket_is_refused_with_the_reason_everyw
     `http://[zz]:80/x`, `openpi+ws://[::1`) is still a 500 on preview, create and check, and a traceback in
     `evaluate`"."""
     settings.RSI_POLICY_HOSTS = allowed
-    *api, page = every_way_in(operator, spec)
-    for response in api:
-        assert response.status_code == 422, response.content[:300]
-        assert any("cannot be read" in r for r in response.json()["reasons"])
-    assert page.status_code == 200 and "cannot be read" in page.content.decode()
-    with pytest.raises(CommandError, match="cannot be read"):
-        call_command("evaluate", "fetch", "--task", "reach", "--seed", "0", "--policy", spec, stdout=io.StringIO())
-    assert not Campaign.objects.exists()
+    refused_everywhere(operator, spec, "cannot be read")
 
 
 @pytest.mark.parametrize("spec", UNSENDABLE.values(), ids=UNSENDABLE.keys())
 def test_a_url_its_transport_cannot_send_is_refused_at_launch(operator, spec):
     """Item 8: "A policy URL with a space or CR LF passes the launch check and every call then fails as
     `policy_transport`: refuse it at launch, as its transport will parse it."""
-    *api, page = every_way_in(operator, spec)
-    for response in api:
-        assert response.status_code == 422, response.content[:300]
-        assert any("percent-encoded" in r for r in response.json()["reasons"]), response.json()
-    assert page.status_code == 200 and "percent-encoded" in page.content.decode()
-    assert not Campaign.objects.exists() and not Policy.objects.filter(spec=spec).exists()
+    refused_everywhere(operator, spec, "percent-encoded")
 
 
 def test_a_percent_encoded_url_reaches_its_server_as_written(run_spec, servers):
