@@ -89,7 +89,8 @@ def do_record_intervention(user, attempt: Attempt, kind: str, note: str = "", ac
     return event
 
 
-HELD = "paused at step {step}, as set for step {set_for}"  # the note of a pause set for a step, where it held
+HELD_PREFIX = "paused at step "  # how the note of a pause set for a step, recorded where it held, begins
+HELD = HELD_PREFIX + "{step}, as set for step {set_for}"
 
 
 def do_hold_pause_set(attempt: Attempt, step: int, set_for: int) -> None:
@@ -116,9 +117,8 @@ def pause_never_held(attempt: Attempt) -> dict | None:
     request = attempt.interventions.filter(kind=Intervention.Kind.PAUSE_AT).order_by("created_at").last()
     if request is None:
         return None
-    held_prefix = HELD.split("{")[0]
     held = attempt.interventions.filter(
-        kind=Intervention.Kind.PAUSE, created_at__gte=request.created_at, note__startswith=held_prefix
+        kind=Intervention.Kind.PAUSE, created_at__gte=request.created_at, note__startswith=HELD_PREFIX
     )
     if held.exists():
         return None

@@ -155,8 +155,8 @@ async def serve(config: dict, model, loaded: dict, batched: bool, ready) -> None
     idle_since = [time.monotonic()]
 
     async def handler(connection) -> None:
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(connection.request.path).query)
-        try:
+        try:  # a path urlsplit cannot read ("//[zz]") is no seed, as a missing one is not
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(connection.request.path).query)
             seed = int(query["episode_seed"][0]) % (1 << 63)
         except (KeyError, ValueError):
             seed = secrets.randbits(63)
