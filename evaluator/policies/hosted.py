@@ -11,6 +11,7 @@ from evaluator.policies import msgpack_numpy
 from evaluator.policies.base import EpisodeStart, Policy, PolicyFailure, PolicySetupFailure
 from evaluator.policies.model_hosts import HostPlan, RunningHost, model_host, replace_host
 from evaluator.policies.openpi import OpenPiPolicy
+from evaluator.policies.shared_frames import FrameWriter
 from evaluator.protocol.scoring import ErrorType
 
 # Connecting to the machine's own host, already loaded, is RSI's setup, not a call: a tight per-call deadline
@@ -31,6 +32,7 @@ class HostedPolicy(Policy):
         self.timeout_s = timeout_s
         self.host: RunningHost | None = None
         self.connection: OpenPiPolicy | None = None
+        self.frames: FrameWriter | None = None  # where the host reads frames from shared memory (shared_frames.py)
         self.metadata: dict = {}  # what the host said when the episode connected
         self.replaced: dict | None = None  # the unresponsive host this episode's start killed and replaced
 
@@ -72,24 +74,34 @@ class HostedPolicy(Policy):
         )
         self.connection.start_episode(start)
         self.metadata = self.connection.metadata or {}
+        self.frames = FrameWriter() if self.metadata.get("shared_frames") is True else None
 
     def call(self, observation: dict) -> dict:
         """One call: the host's reply, holding "actions" (and its server_timing), or PolicyFailure."""
         if self.connection is None:
             raise PolicyFailure(ErrorType.POLICY_TRANSPORT, "the model host is gone")
+        marker = self.frames.place(observation["observation/image"]) if self.frames is not None else None
+        if marker is not None:
+            observation = {**observation, "observation/image": marker}
         try:
-            return self.connection.exchange(msgpack_numpy.pack(observation))
+            reply = self.connection.exchange(msgpack_numpy.pack(observation))
         except PolicyFailure as failure:
             if failure.error_type is ErrorType.POLICY_TRANSPORT and not self.host.alive():
                 raise PolicyFailure(
                     ErrorType.POLICY_TRANSPORT, "the model host died", f"{failure.detail}\n{self.host.log_tail()}"
                 ) from None
             raise
+        if marker is not None:
+            self.frames.answered()
+        return reply
 
     def end_episode(self) -> None:
         if self.connection is not None:
             self.connection.end_episode()
             self.connection = None
+        if self.frames is not None:
+            self.frames.close()
+            self.frames = None
 
     def describe(self) -> dict:
         if self.host is None:

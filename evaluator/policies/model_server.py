@@ -17,14 +17,19 @@ It loads the model, binds, then prints one JSON line on stdout, {"instance", "pi
 Each connection is one episode: its state (an observation history, a noise generator) is made fresh when it opens
 and dropped when it closes, so nothing carries between episodes. The server sends its metadata first (the loaded
 model, this instance, the episode's seed: `?episode_seed=N` in the connection's path, else a random one), then
-answers each msgpack observation ("observation/image" (H, W, 3) uint8, "observation/state" when the model reads one,
-"prompt") with {"actions": (N, D) float64, "server_timing": {"infer_ms", "batch_size", "wait_ms"}}, or with a text
-frame naming what went wrong, as openpi's servers do.
+answers each msgpack observation ("observation/image" (H, W, 3) uint8, or its marker in a file of shared memory from
+a caller on this machine, shared_frames.py; "observation/state" when the model reads one, "prompt") with {"actions":
+(N, D) float64, "server_timing": {"infer_ms", "batch_size", "wait_ms"}}, or with a text frame naming what went wrong,
+as openpi's servers do. Its metadata says "shared_frames": true.
 
-Batching is a small window here rather than a serving library's: calls that arrive within `max_wait_ms` of the
-first one waiting, up to `max_batch`, are one forward pass (the window closes as soon as every open episode has a
-call waiting). LitServe and BentoML batch HTTP requests and Ray Serve needs its cluster; none speaks openpi's
-websocket protocol, which is what stock openpi clients and RSI's transport speak.
+Batching is a small window here rather than a serving library's: calls that arrive within the window of the first
+one waiting, up to `max_batch`, are one forward pass (the window closes as soon as every open episode has a call
+waiting). The window is `max_wait_ms`, or the last forward pass's duration when that is longer (up to
+MOST_PASS_WAIT_S): a call due within one pass of another shares it, since it would otherwise wait for that pass and
+then take its own, and two episodes that shared a pass stay in step. With a window shorter than a pass, episodes
+whose calls alternate (one arriving while the other's pass runs) never shared one. LitServe and BentoML batch HTTP
+requests and Ray Serve needs its cluster; none speaks openpi's websocket protocol, which is what stock openpi clients
+and RSI's transport speak.
 
 With `lock`, an idle host (no episode connected for `idle_s`) exits only while it holds that lock, the lock under
 which evaluators look up and connect to it: an evaluator never connects to a host that is exiting.
@@ -48,10 +53,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
 import msgpack_numpy
+from shared_frames import MARKER, FrameReader
 
 # The registered adapters, by the name a host's configuration gives: data picks one of these, never a module.
 ADAPTERS = {"lerobot": "lerobot_host", "torchscript": "torch_host"}
 MAX_MESSAGE_BYTES = 64 << 20
+MOST_PASS_WAIT_S = 1.0  # the longest a first call waits for others because forward passes are that slow
 
 
 class Episode:
@@ -70,6 +77,14 @@ class Batcher:
         self.waiting: list = []  # (episode, observation, future, arrived)
         self.wake = asyncio.Event()
         self.open_episodes = 0
+        self.pass_s = 0.0  # the last forward pass's duration
+
+    @property
+    def window_s(self) -> float:
+        """How long the first waiting call waits for the other open episodes' calls (none when batching is off)."""
+        if self.max_batch == 1:
+            return 0.0
+        return max(self.max_wait_s, min(self.pass_s, MOST_PASS_WAIT_S))
 
     async def call(self, episode: Episode, observation: dict):
         future = asyncio.get_running_loop().create_future()
@@ -83,9 +98,9 @@ class Batcher:
             if not self.waiting:
                 self.wake.clear()
                 await self.wake.wait()
-            first_arrival = self.waiting[0][3]
+            first_arrival, window_s = self.waiting[0][3], self.window_s
             while len(self.waiting) < min(self.max_batch, max(self.open_episodes, 1)):
-                left = first_arrival + self.max_wait_s - time.perf_counter()
+                left = first_arrival + window_s - time.perf_counter()
                 if left <= 0:
                     break
                 self.wake.clear()
@@ -99,7 +114,8 @@ class Batcher:
                 error = None
             except Exception as exc:  # the model's own failure: each caller is told, the host goes on
                 actions, error = None, f"{type(exc).__name__}: {exc}"
-            infer_ms = (time.perf_counter() - started) * 1000
+            self.pass_s = time.perf_counter() - started
+            infer_ms = self.pass_s * 1000
             for index, (_, _, future, arrived) in enumerate(batch):
                 if future.done():  # its episode closed meanwhile
                     continue
@@ -110,8 +126,9 @@ class Batcher:
                     future.set_result({"actions": actions[index], "server_timing": timing})
 
 
-def observation_of(data) -> dict:
-    """A received message as an observation, or ValueError saying what is wrong with it."""
+def observation_of(data, frames: FrameReader) -> dict:
+    """A received message as an observation, its frame read from the connection's shared file where it stands there
+    (shared_frames.py), or ValueError saying what is wrong with it."""
     if isinstance(data, str):
         raise ValueError("send observations as msgpack binary frames")
     try:
@@ -121,6 +138,8 @@ def observation_of(data) -> dict:
     if not isinstance(observation, dict):
         raise ValueError("the observation is not a map")
     image = observation.get("observation/image")
+    if isinstance(image, dict) and MARKER in image:
+        image = observation["observation/image"] = frames.frame(image)
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise ValueError('"observation/image" must be an (H, W, 3) uint8 array')
     if not isinstance(observation.get("prompt", ""), str):
@@ -160,14 +179,15 @@ async def serve(config: dict, model, loaded: dict, batched: bool, ready) -> None
             seed = int(query["episode_seed"][0]) % (1 << 63)
         except (KeyError, ValueError):
             seed = secrets.randbits(63)
-        episode = Episode(model, seed)
+        episode, frames = Episode(model, seed), FrameReader()
         metadata = {**loaded, "instance": instance, "episode_seed": seed, "max_batch": batcher.max_batch}
+        metadata["shared_frames"] = True  # this host reads frame markers (a host of older code answers no such key)
         batcher.open_episodes += 1
         try:
             await connection.send(msgpack_numpy.pack({**metadata, "max_wait_ms": batcher.max_wait_s * 1000}))
             async for data in connection:
                 try:
-                    observation = model.check(observation_of(data))
+                    observation = model.check(observation_of(data, frames))
                     reply = await batcher.call(episode, observation)
                 except (ValueError, RuntimeError) as exc:
                     await connection.send(str(exc)[:2000])
