@@ -11,8 +11,10 @@ worker, policy, evidence, database), in one of three modes:
   shared       one model host for the machine, loaded once for the run, one forward pass a call (max batch 1)
   batched      one shared host batching the calls of concurrent episodes (max batch 8, --max-wait-ms)
 Printed for each: cells per minute, policy observations per second, the model hosts' memory (the largest sum of
-their proportional set sizes, PSS, sampled every 0.1 s: libraries shared between hosts counted once), the mean batch,
-and the ratios the issue's goals name. The largest difference between a batched call's actions and the same call's
+their proportional set sizes, PSS, sampled every 0.1 s: libraries shared between hosts counted once), the batch fill
+(the mean batch a call was part of, and the share of calls that shared a forward pass), and the ratios the issue's
+goals name. Issue 54's batch fill at 2, 4 and 8 concurrent episodes: --models tiny --modes batched --concurrency 2,4,8.
+The largest difference between a batched call's actions and the same call's
 unbatched ones (same cell, calls compared while their observations are the same bytes) is printed per concurrency.
 
 Models, both made by lerobot itself with random weights (tests/servers/lerobot_checkpoint.py):
@@ -46,7 +48,7 @@ from evaluator.execution.launching import do_launch_campaign, policy_for  # noqa
 from evaluator.policies import hosted  # noqa: E402
 from evaluator.policies.model_hosts import host_folder, stop_hosts  # noqa: E402
 from evaluator.protocol.identity import configure  # noqa: E402
-from evaluator.records.models import Attempt  # noqa: E402
+from evaluator.records.models import Attempt, Decision  # noqa: E402
 from evaluator.running.recorder import do_run_attempt  # noqa: E402
 from tests.servers.checkpoints import make_checkpoint  # noqa: E402
 
@@ -68,6 +70,7 @@ class Run:
     calls: int
     pss_bytes: int
     mean_batch: float | None
+    batched_share: float | None  # of the calls a host timed, the share that shared a forward pass
     loads: int
     campaign: int
 
@@ -199,9 +202,21 @@ def run_campaign(model: str, folder: Path, mode: str, concurrency: int, cells: i
         calls=sum(a.policy_calls for a in attempts),
         pss_bytes=memory.peak,
         mean_batch=sum(h.get("batch_total", 0) for h in hosts) / timed if timed else None,
+        batched_share=batched_share(ids),
         loads=loads,
         campaign=campaign.pk,
     )
+
+
+def batched_share(ids: list[int]) -> float | None:
+    """The share of the calls whose reply says they shared a forward pass (server_timing.batch_size > 1)."""
+    sizes = [
+        (response.get("server_timing") or {}).get("batch_size")
+        for response in Decision.objects.filter(attempt_id__in=ids).values_list("response", flat=True)
+        if isinstance(response, dict)
+    ]
+    sizes = [size for size in sizes if isinstance(size, int)]
+    return sum(size > 1 for size in sizes) / len(sizes) if sizes else None
 
 
 def largest_action_difference(unbatched: int, batched: int) -> tuple[float, int]:
@@ -254,14 +269,16 @@ def main() -> None:
 
 
 def report(model: str, runs: dict, levels: list[int], modes: list[str]) -> None:
-    print(f"\n{model}: cells/min, observations/s, hosts' peak PSS, mean batch, host loads")
+    print(f"\n{model}: cells/min, observations/s, hosts' peak PSS, batch fill (mean batch, calls batched), host loads")
     for concurrency in levels:
         for mode in modes:
             r = runs[mode, concurrency]
             batch = f"{r.mean_batch:.2f}" if r.mean_batch is not None else "-"
+            share = f"{r.batched_share:.0%}" if r.batched_share is not None else "-"
             print(
                 f"  x{concurrency} {mode:<12} {r.cells_per_min:7.2f} cells/min {r.obs_per_s:7.2f} obs/s "
-                f"{r.pss_bytes / 2**20:8.0f} MiB  batch {batch:>5}  loads {r.loads:>2}  ({r.wall_s:.1f} s)"
+                f"{r.pss_bytes / 2**20:8.0f} MiB  batch {batch:>5} {share:>4} batched  loads {r.loads:>2}  "
+                f"({r.wall_s:.1f} s)"
             )
     for concurrency in levels:
         line = []

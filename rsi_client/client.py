@@ -199,8 +199,10 @@ class Client:
         options as the launch form names them) and, by default, start every cell."""
         return self.request("POST", "/campaigns", {**plan, "start": start})
 
-    def start(self, campaign_id: int) -> dict:
-        return self.request("POST", f"/campaigns/{int(campaign_id)}/start")
+    def start(self, campaign_id: int, priority: int = 0) -> dict:
+        """Queue the campaign's pending cells; `priority` (-9 to 9) places it among the campaigns running on an
+        embedded executor, higher first."""
+        return self.request("POST", f"/campaigns/{int(campaign_id)}/start?priority={int(priority)}")
 
     def campaign(self, campaign_id: int) -> dict:
         return self.request("GET", f"/campaigns/{int(campaign_id)}")

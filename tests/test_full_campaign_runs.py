@@ -4,34 +4,10 @@ cannot run here (issue 14: "A full VM campaign against that double runs end to e
 and shows the family and variant aggregates and the grid; a killed cell stays an error in the
 denominator")."""
 
-import os
-from pathlib import Path
-
 import pytest
 
-from evaluator.native.environment import simpler_pins
-from evaluator.protocol.catalogs import load_catalog
-from evaluator.protocol.full_matrix import asset_paths, load_matrix
 from evaluator.running.recorder import do_run_attempt
-from tests.doubles.simpler_site import DOUBLES, build_site
 from tests.records import launch_full
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def double_upstream_env(tmp_path: Path) -> dict[str, str]:
-    """PYTHONPATH for the SAPIEN interpreter: the double's site, with every matrix env id and asset."""
-    cells = load_matrix("visual_matching").cells + load_matrix("variant_aggregation").cells
-    site = build_site(
-        tmp_path, simpler_pins(load_catalog("simpler_env")), [c.env_id for c in cells], asset_paths(cells)
-    )
-    return {"PYTHONPATH": os.pathsep.join([str(site), str(DOUBLES)])}
-
-
-@pytest.fixture
-def double_upstream(tmp_path, monkeypatch, media_root):
-    for name, value in double_upstream_env(tmp_path).items():
-        monkeypatch.setenv(name, value)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -86,8 +86,10 @@ def test_the_worker_is_asked_to_build_the_cell_with_its_assets_checked(simpler_e
     attempt = launch_full(families=["move_near"]).attempts.select_related("task").order_by("cell_index")[24]
     options = reset_options("simpler_env", attempt.task, 80, load_catalog("simpler_env"), attempt.full_cell)
     cell = attempt.full_cell
-    assert options["full_cell"] == {k: cell[k] for k in ("key", "env_id", "build_kwargs", "reset_options")}
-    assert options["env_id"] == cell["key"] == "vm/move_near/urdf_version=None/episode_id=24"
+    # The build (env id, kwargs, assets) apart from what each reset applies (issue 54: a warm worker keeps the build).
+    assert options["full_cell"] == {k: cell[k] for k in ("env_id", "build_kwargs")}
+    assert options["cell_reset"] == {k: cell[k] for k in ("key", "reset_options")}
+    assert options["env_id"] == cell["env_id"] and cell["key"] == "vm/move_near/urdf_version=None/episode_id=24"
     assert "data/custom/models/baked_opened_redbull_can/textured.dae" in options["required_assets"]
     assert options["required_assets"] == cell["assets"]  # checked by the worker before any policy call
 

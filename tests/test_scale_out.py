@@ -164,7 +164,7 @@ WHOLE_MATRIX = "RSI_WHOLE_MATRIX_RUN"
     ids=["one-family", "whole-matrix"],
 )
 def test_a_full_campaign_runs_over_two_workers_against_the_upstream_double(cluster, tmp_path, families):
-    from tests.test_full_campaign_runs import double_upstream_env
+    from tests.doubles.simpler_site import double_upstream_env
 
     matrix = load_matrix("visual_matching")
     planned = matrix.subset(families) if families else matrix.cells

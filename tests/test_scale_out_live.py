@@ -72,13 +72,13 @@ def test_a_browser_watches_takes_over_and_stops_an_attempt_running_on_a_celery_w
     kinds = query(env, f"select kind from evaluator_intervention where attempt_id = {attempt} order by id")
     assert [k for (k,) in kinds] == ["take_over", "stop"]
     # What the worker left in Redis for the live view is gone once the attempt is closed.
-    assert not _live_keys(cluster[2], attempt)
+    assert not _live_keys(env["REDIS_URL"], attempt)
 
 
-def _live_keys(redis_server, attempt: int) -> list[bytes]:
+def _live_keys(url: str, attempt: int) -> list[bytes]:
     import redis
 
-    return redis.Redis.from_url(redis_server.url).keys(f"rsi:live:{attempt}:*")
+    return redis.Redis.from_url(url).keys(f"rsi:live:{attempt}:*")
 
 
 def test_a_web_process_killed_mid_campaign_loses_nothing_and_its_viewer_reconnects(cluster, web, browser):

@@ -94,7 +94,7 @@ def test_a_baseline_that_cannot_serve_is_refused_with_every_reason(operator, bas
 def test_starting_queues_the_cells_in_the_predeclared_order(baseline, monkeypatch, django_capture_on_commit_callbacks):
     campaign = launch("stop", against=baseline)
     submitted = []
-    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append(attempt_id))
+    monkeypatch.setattr(executor, "submit", lambda attempt_id, *_: submitted.append(attempt_id))
     with django_capture_on_commit_callbacks(execute=True):
         do_start_attempts(None, campaign_cells(campaign))
     assert submitted == [cell.pk for cell in in_run_order(campaign)]

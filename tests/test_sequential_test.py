@@ -97,6 +97,7 @@ def test_the_run_order_is_a_permutation_fixed_by_its_seed():
     assert order != tuple(range(40))
 
 
+@pytest.mark.slow  # thousands of simulated campaigns
 @pytest.mark.parametrize(
     "scenario", [Scenario(0.5, 0.5, max_pairs=200), Scenario(0.7, 0.7, agreement=0.6, max_pairs=200)], ids=str
 )
@@ -126,6 +127,7 @@ def test_the_same_looks_at_a_fixed_design_interval_would_exceed_the_level():
     assert declared / runs > 2 * LEVEL
 
 
+@pytest.mark.slow
 def test_under_a_real_difference_the_median_pairs_are_below_the_fixed_designs():
     """Candidate 60% against a baseline at 30%: the fixed design (McNemar's exact test at 80% power, computed
     exactly) needs 50 pairs; the sequential campaign decides `improved` in fewer, in the median, and always."""
@@ -140,6 +142,7 @@ def test_under_a_real_difference_the_median_pairs_are_below_the_fixed_designs():
     assert float(np.median(found.pairs_run)) < fixed
 
 
+@pytest.mark.slow
 def test_the_coverage_of_the_sequence_holds_at_every_look_under_a_difference():
     """The true difference (0.6 - 0.3 = 0.3) lies inside the sequence at every pair count at once, in at least
     95% of the runs."""

@@ -14,29 +14,24 @@ import numpy as np
 import pytest
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage
-from evaluator.policies.lerobot_checkpoint import lerobot_python
 from evaluator.policies.openpi import OpenPiPolicy
 from tests.servers.checkpoints import make_checkpoint
-from tests.servers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
-    not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
-)
+pytestmark = pytest.mark.needs("lerobot")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """`manage.py serve-policy lerobot:ACT --port N`, running until the module's tests end; its ready line."""
     folder = make_checkpoint(tmp_path_factory.mktemp("models") / "act")
-    port = free_port()
     command = [
         sys.executable,
         "manage.py",
         "serve-policy",
         f"lerobot:{folder}",
         "--port",
-        str(port),
+        "0",  # a free one, which the ready line names
         "--max-wait-ms",
         "200",
     ]
@@ -93,9 +88,34 @@ def test_the_calls_of_concurrent_episodes_share_forward_passes(served):
 def test_a_terminated_serve_policy_stops_its_model_host_too(tmp_path):
     # A service manager stops it with SIGTERM: the host it started in the model's interpreter must not outlive it.
     folder = make_checkpoint(tmp_path / "act")
-    command = [sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", str(free_port())]
+    command = [sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", "0"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
     host = json.loads(process.stdout.readline())["pid"]
     process.terminate()
     assert process.wait(timeout=60) == 143
     assert not Path(f"/proc/{host}").exists() or "zombie" in Path(f"/proc/{host}/status").read_text().lower()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cells_on_the_embedded_executor_share_forward_passes_of_the_served_host(served, catalogs, media_root):
+    # Issue 54: "a test sees batches above 1 through `serve-policy` with the embedded executor": its slots run the
+    # cells' episodes at once, and the host's window (the longer of --max-wait-ms and a forward pass) batches them.
+    from evaluator.execution.capacity import executor_workers
+    from evaluator.execution.launching import do_launch_campaign, do_start_attempts, policy_for
+    from evaluator.protocol.identity import configure
+    from tests.test_shared_slots import wait_finished
+
+    assert executor_workers() >= 2
+    campaign = do_launch_campaign(
+        name="served",
+        benchmark="fetch",
+        task_names=["push"],
+        seeds=[1, 2, 3, 4],
+        policy=policy_for(f"openpi+ws://127.0.0.1:{served['port']}"),
+        config=configure("fetch", sensors="privileged-state", budget_mode="decisions", max_policy_calls=6),
+    )
+    do_start_attempts(None, list(campaign.attempts.all()))
+    finished = wait_finished(list(campaign.attempts.all()))
+    assert all(a.error_type == "" for a in finished), [a.error_detail for a in finished]
+    sizes = [d.response["server_timing"]["batch_size"] for a in finished for d in a.decisions.all()]
+    assert len(sizes) == 24 and max(sizes) > 1, sizes

@@ -25,7 +25,7 @@ PLAN = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach", "push"], "see
 def ran(operator, media_root, monkeypatch, django_capture_on_commit_callbacks):
     """A 4-cell Fetch campaign created and started through the API (so its cells were queued), then run."""
     queued = []
-    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: queued.append(attempt_id))
+    monkeypatch.setattr(executor, "submit", lambda attempt_id, *_: queued.append(attempt_id))
     with django_capture_on_commit_callbacks(execute=True):
         response = operator.post("/api/v1/campaigns", json.dumps(PLAN), content_type="application/json")
     campaign_id = response.json()["id"]

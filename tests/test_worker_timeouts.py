@@ -6,7 +6,7 @@ import pytest
 
 from evaluator.native import backends, environment
 from evaluator.native.backends import worker_spec
-from evaluator.native.environment import BadTimeoutSetting
+from evaluator.native.environment import BadWorkerSetting
 from evaluator.protocol.catalogs import load_catalog
 
 SIMPLER = load_catalog("simpler_env")
@@ -56,7 +56,7 @@ def test_settings_override_the_factor_and_each_request(monkeypatch):
 )
 def test_a_bad_timeout_setting_is_refused_with_its_reason(monkeypatch, name, value, message):
     monkeypatch.setenv(name, value)
-    with pytest.raises(BadTimeoutSetting, match=message):
+    with pytest.raises(BadWorkerSetting, match=message):
         worker_spec("maniskill2", {})
 
 

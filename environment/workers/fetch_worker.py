@@ -1,6 +1,7 @@
 """Native worker for the CPU development benchmark: gymnasium-robotics Fetch tasks on MuJoCo.
 
-Run by the evaluator as `PYTHON fetch_worker.py`, one env per process; it speaks the
+Run by the evaluator as `PYTHON fetch_worker.py`, one env per process, reset for each episode that
+has the same build (a warm worker: RESET_FIELDS are what a reset may change); it speaks the
 protocol of wire.py on its stdin/stdout. MUJOCO_GL must be set by the caller (egl, or
 osmesa as the fallback) before MuJoCo is imported.
 """
@@ -11,15 +12,17 @@ import os
 import sys
 
 import numpy as np
-from wire import NativeError, serve_worker
+from wire import NativeError, build_of, check_same_build, serve_worker
 
 WIDTH, HEIGHT = 640, 480
+# What a reset applies to the built env; the env id and its TimeLimit are the build.
+RESET_FIELDS = frozenset({"seed", "instruction"})
 
 
 class FetchWorker:
     def __init__(self) -> None:
         self.env = None
-        self.env_id = None
+        self.build: dict | None = None
         self.instruction = ""
         self.native_steps = 0
 
@@ -34,6 +37,7 @@ class FetchWorker:
             "benchmark": "fetch",
             "python": sys.version.split()[0],
             "mujoco_gl": os.environ.get("MUJOCO_GL"),
+            "reset_fields": sorted(RESET_FIELDS),
             "packages": {
                 "mujoco": mujoco.__version__,
                 "gymnasium": gymnasium.__version__,
@@ -52,7 +56,6 @@ class FetchWorker:
         self.env = gym.make(
             env_id, render_mode="rgb_array", width=WIDTH, height=HEIGHT, max_episode_steps=max_episode_steps
         )
-        self.env_id = env_id
 
     def _frame(self) -> np.ndarray:
         try:
@@ -72,11 +75,11 @@ class FetchWorker:
         }
 
     def reset(self, request: dict, arrays: dict) -> tuple[dict, dict]:
-        env_id = request["env_id"]
         if self.env is None:
-            self._build(env_id, int(request["max_episode_steps"]))
-        elif env_id != self.env_id:
-            raise NativeError("reset", f"this worker holds {self.env_id}; one env per process")
+            self._build(request["env_id"], int(request["max_episode_steps"]))
+            self.build = build_of(request, RESET_FIELDS)
+        else:
+            check_same_build(self.build, request, RESET_FIELDS)
         seed = request["seed"]
         if not (isinstance(seed, int) and 0 <= seed < 2**32):
             raise NativeError("reset", f"seed must be in [0, 2**32), got {seed!r}")

@@ -1,6 +1,7 @@
 """Native worker for SAPIEN 2.2.2 benchmarks: ManiSkill2 0.5.3 tasks and the SimplerEnv
 prepackaged aliases (through simpler_adapter). Runs in .venv-sapien (numpy<2, gymnasium<1.0),
-one env per process, speaking the protocol of wire.py on its stdin/stdout.
+one env per process, reset for each episode that has the same build (a warm worker: RESET_FIELDS are
+what a reset may change), speaking the protocol of wire.py on its stdin/stdout.
 
 On a CPU host SAPIEN renders through Mesa's lavapipe with RSI's Vulkan layer
 (environment/vulkan, environment/RENDERING.md); the evaluator sets VK_LAYER_PATH and
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from simpler_inventory import installed_revision, missing_assets, revision_problems
-from wire import NativeError, jsonable, serve_worker
+from wire import NativeError, build_of, check_same_build, jsonable, serve_worker
 
 WIDTH, HEIGHT = 640, 480
 # What SAPIEN says when it finds no Vulkan device it can use (environment/RENDERING.md).
@@ -27,12 +28,15 @@ NO_DEVICE = (
     "ErrorInitializationFailed",
 )
 RENDER_FAILURES = ("vk::", "Vulkan", "OptiX", "svulkan2")
+# What a reset applies to the built env: its seed, the catalog's instruction, a full-matrix cell's key and reset
+# options (robot and object poses, episode id). Everything else (env id, kwargs, camera, TimeLimit) is the build.
+RESET_FIELDS = frozenset({"seed", "instruction", "cell_reset"})
 
 
 class SapienWorker:
     def __init__(self) -> None:
         self.env = None
-        self.family = self.key = None
+        self.build: dict | None = None
         self.camera = None
         self.instruction = ""
         self.native_steps = 0
@@ -56,6 +60,7 @@ class SapienWorker:
             "python": sys.version.split()[0],
             "packages": {name: metadata.version(name) for name in ("sapien", "mani_skill2", "gymnasium", "numpy")},
             "simpler_env_installed": simpler,
+            "reset_fields": sorted(RESET_FIELDS),
             "upstream_revisions": {d: installed_revision(d) for d in ("simpler_env", "mani_skill2_real2sim")},
             "vulkan": {k: os.environ.get(k) for k in ("VK_INSTANCE_LAYERS", "VK_LAYER_PATH", "VK_ICD_FILENAMES")},
         }, {}
@@ -93,8 +98,9 @@ class SapienWorker:
                         f"missing upstream assets under {mani_skill2_real2sim.ASSET_DIR}: " + ", ".join(missing),
                     )
                 if request.get("full_cell"):
+                    cell = {**request["full_cell"], **request["cell_reset"]}
                     self.simpler = SimplerEpisode.full_cell(
-                        gym.make, request["full_cell"], mani_skill2_real2sim.ASSET_DIR, request["camera"], steps
+                        gym.make, cell, mani_skill2_real2sim.ASSET_DIR, request["camera"], steps
                     )
                 else:
                     self.simpler = SimplerEpisode(
@@ -110,7 +116,7 @@ class SapienWorker:
             else:
                 kind = "render" if any(m in str(exc) for m in RENDER_FAILURES) else "reset"
             raise NativeError(kind, f"{type(exc).__name__}: {exc}") from None
-        self.family, self.key = family, request["env_id"]
+        self.build = build_of(request, RESET_FIELDS)
 
     def _rgb(self, obs: dict) -> np.ndarray:
         rgb = obs["image"][self.camera]["rgb"]
@@ -119,15 +125,17 @@ class SapienWorker:
         return rgb
 
     def reset(self, request: dict, arrays: dict) -> tuple[dict, dict]:
-        if self.family is None:
+        if self.build is None:
             self._build(request)
-        elif request["env_id"] != self.key:
-            raise NativeError("reset", f"this worker holds {self.key}; one env per process")
+        else:
+            check_same_build(self.build, request, RESET_FIELDS)
         seed = request["seed"]
         if not (isinstance(seed, int) and 0 <= seed < 2**32):
             raise NativeError("reset", f"seed must be in [0, 2**32), got {seed!r}")
         self.native_steps = 0
         if self.simpler is not None:
+            if request.get("cell_reset"):
+                self.simpler.take_cell(request["cell_reset"])
             rgb, self.instruction, reset_info = self.simpler.reset(seed)
             return {"instruction": self.instruction, "reset_info": reset_info, "native_steps": 0}, {"rgb": rgb}
         obs, info = self.env.reset(seed=seed)

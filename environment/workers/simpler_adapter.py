@@ -86,6 +86,12 @@ class SimplerEpisode:
         episode._open(gym_make, env_id, kwargs, camera, reset_options=full_reset_options(cell))
         return episode
 
+    def take_cell(self, cell: Mapping) -> None:
+        """The next full-matrix cell of the same build (a warm worker's): its own reset options from now on."""
+        if self.reset_options is None:
+            raise AdapterError("a prepackaged alias's env takes no full-matrix cell")
+        self.reset_options = full_reset_options(cell)
+
     def _open(self, gym_make: Callable[..., Any], env_id: str, kwargs: dict, camera: str, reset_options) -> None:
         self.env_id, self.kwargs, self.camera, self.reset_options = env_id, kwargs, camera, reset_options
         self.env = gym_make(self.env_id, **self.kwargs)

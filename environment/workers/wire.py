@@ -232,6 +232,22 @@ def chunk_steps(step: Callable[[dict, dict], tuple[dict, dict]]) -> Callable[[di
 
 
 WORKER_OPS = ("describe", "reset", "step", "close")
+
+
+def build_of(request: Mapping, reset_fields: frozenset[str]) -> dict:
+    """What a worker builds its env from: a reset request less its op and the fields the worker applies at each
+    reset. A warm worker takes a later reset only with the same build (the evaluator's warm slots match on it)."""
+    return {key: value for key, value in request.items() if key != "op" and key not in reset_fields}
+
+
+def check_same_build(built: Mapping, request: Mapping, reset_fields: frozenset[str]) -> None:
+    """Refuse a reset that would need another env than the one this worker built."""
+    wanted = build_of(request, reset_fields)
+    if wanted != built:
+        changed = sorted(key for key in built.keys() | wanted.keys() if built.get(key) != wanted.get(key))
+        raise NativeError("reset", f"this worker holds another build (it differs in {', '.join(changed)})")
+
+
 WORKER_DEFAULT_ERRORS = {
     "describe": "install",
     "reset": "reset",

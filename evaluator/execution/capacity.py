@@ -1,7 +1,6 @@
 """How many episodes this host runs at once: RSI_EXECUTOR_WORKERS, or by default one per core as long as each has
-EPISODE_MEMORY of the memory available when the process starts (a simulator, its renderer and the evidence encoder
-of one episode take about 1-2 GB with SAPIEN; a model host is shared, not counted per episode). The embedded executor's
-pool and a Celery worker's concurrency both take it."""
+EPISODE_MEMORY (native/memory.py) of the memory available when the process starts (a model host is shared, not
+counted per episode). The embedded executor's pool and a Celery worker's concurrency both take it."""
 
 from __future__ import annotations
 
@@ -9,22 +8,10 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluator.native.memory import EPISODE_MEMORY, available_memory
 from evaluator.protocol.numbers import whole_number
 
-EPISODE_MEMORY = 2 << 30
 MAX_WORKERS = 256
-
-
-def available_memory() -> int | None:
-    """MemAvailable of /proc/meminfo, in bytes (None where there is no such file)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def default_workers(cores: int | None, memory: int | None) -> int:

@@ -2,7 +2,9 @@
 
 RSI_EXECUTOR=embedded (default): a small thread pool in the web server's process. Each job runs
 one attempt (its native worker is a subprocess, so a simulator crash cannot take the server down).
-RSI_EXECUTOR_WORKERS sets the pool size (default: from the host's cores and memory, capacity.py).
+RSI_EXECUTOR_WORKERS sets the pool size (default: from the host's cores and memory, capacity.py). The pool's
+slots are shared across running campaigns, round robin (fair_queue.py), and each slot keeps its native worker
+warm for its next cell of the same build (evaluator/native/warm.py).
 
 RSI_EXECUTOR=celery: each started attempt becomes one Celery task on its benchmark's queue
 (`rsi.fetch`, `rsi.maniskill2`, ...), so a host that has only one benchmark's environment serves
@@ -18,14 +20,17 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import close_old_connections
 
 from evaluator.execution.capacity import executor_workers
+from evaluator.execution.fair_queue import FairQueue
 from evaluator.exports.archives import build_archive
 from evaluator.exports.replay import run_replay
+from evaluator.native.warm import WarmSlot, close_all, start_reaper
 from evaluator.records.models import Attempt, Replay
 from evaluator.records.runners import queue_name, this_process
 from evaluator.running.interrupts import request_stop
@@ -34,16 +39,33 @@ from rsi_site.celery import app
 
 log = logging.getLogger(__name__)
 _pool = ThreadPoolExecutor(max_workers=executor_workers(), thread_name_prefix="rsi-run")
+_queue = FairQueue()
 _jobs: set[Future] = set()  # the pool's jobs not yet done
 _jobs_lock = threading.Lock()
+_this_slot = threading.local()  # a pool thread's (or a Celery worker process's) warm worker
 SHUTDOWN_GRACE_S = 30.0  # RSI_SHUTDOWN_GRACE_S
 
 
-def _in_pool(job, *args) -> None:
-    future = _pool.submit(job, *args)
+def _in_pool(group: Hashable, job: Callable, *args, priority: int = 0) -> None:
+    """Queue a job in its group; each pool job takes whichever job is next in turn (so the counts match)."""
+    _queue.put(group, (job, args), priority)
+    future = _pool.submit(_next_in_turn)
     with _jobs_lock:
         _jobs.add(future)
     future.add_done_callback(lambda done: _jobs.discard(done))
+
+
+def _next_in_turn() -> None:
+    job, args = _queue.take()
+    job(*args)
+
+
+def this_slot() -> WarmSlot:
+    slot = getattr(_this_slot, "slot", None)
+    if slot is None:
+        slot = _this_slot.slot = WarmSlot()
+        start_reaper()
+    return slot
 
 
 def run_export_job(campaign_id: int) -> None:
@@ -63,7 +85,7 @@ def submit_export(campaign_id: int, benchmark: str) -> None:
     if settings.RSI_EXECUTOR == "celery":
         app.send_task("rsi.export_lerobot", args=[campaign_id], queue=queue_name(benchmark))
     else:
-        _in_pool(run_export_job, campaign_id)
+        _in_pool(("export", campaign_id), run_export_job, campaign_id)
 
 
 def stop_for_shutdown(reason: str = "the server is stopping") -> list[Future]:
@@ -79,7 +101,9 @@ def stop_for_shutdown(reason: str = "the server is stopping") -> list[Future]:
         grace = SHUTDOWN_GRACE_S
     with _jobs_lock:
         running = [job for job in _jobs if not job.cancelled()]
-    return list(wait(running, timeout=grace).not_done)
+    still_running = list(wait(running, timeout=grace).not_done)
+    close_all()
+    return still_running
 
 
 def queued_runner(benchmark: str) -> str:
@@ -88,10 +112,10 @@ def queued_runner(benchmark: str) -> str:
 
 
 def run(attempt_id: int) -> None:
-    """Run one started attempt in this process, as either executor does."""
+    """Run one started attempt in this process, as either executor does, on this slot's warm worker if it fits."""
     close_old_connections()
     try:
-        do_run_attempt(Attempt.objects.get(pk=attempt_id))
+        do_run_attempt(Attempt.objects.get(pk=attempt_id), slot=this_slot())
     except Exception:
         log.exception("attempt %s ended with an evaluator fault", attempt_id)
         raise
@@ -99,11 +123,12 @@ def run(attempt_id: int) -> None:
         close_old_connections()
 
 
-def submit(attempt_id: int, benchmark: str) -> None:
+def submit(attempt_id: int, benchmark: str, campaign_id: int, priority: int = 0) -> None:
+    """Celery takes tasks in its queue's order (priority is the embedded executor's: fair_queue.py)."""
     if settings.RSI_EXECUTOR == "celery":
         app.send_task("rsi.run_attempt", args=[attempt_id], queue=queue_name(benchmark))  # execution/tasks.py
     else:
-        _in_pool(run, attempt_id)
+        _in_pool(("campaign", campaign_id), run, attempt_id, priority=priority)
 
 
 def run_replay_job(replay_id: int) -> None:
@@ -123,4 +148,4 @@ def submit_replay(replay_id: int, benchmark: str) -> None:
     if settings.RSI_EXECUTOR == "celery":
         app.send_task("rsi.run_replay", args=[replay_id], queue=queue_name(benchmark))
     else:
-        _in_pool(run_replay_job, replay_id)
+        _in_pool(("replay", replay_id), run_replay_job, replay_id)

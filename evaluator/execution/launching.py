@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.execution import executor
+from evaluator.execution.fair_queue import check_priority
 from evaluator.exports.archives import Archive, archive_of, mark_preparing
 from evaluator.exports.replay import do_create_campaign_check, do_create_replay
 from evaluator.native.backends import worker_spec
@@ -329,13 +330,16 @@ def check_start(user, attempts: list[Attempt]) -> list[Attempt]:
     return startable
 
 
-def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
-    """Queue pending cells for the executor, once each, after the transaction commits."""
+def do_start_attempts(user, attempts: list[Attempt], priority: int | str = 0) -> list[int]:
+    """Queue pending cells for the executor, once each, after the transaction commits; `priority` places their
+    campaign among the running ones (execution/fair_queue.py)."""
+    priority = check_priority(priority)
     startable = check_start(user, attempts)
     with transaction.atomic():
         ids = [a.pk for a in startable]
         pending = Attempt.objects.filter(pk__in=ids, status=Attempt.Status.PENDING)
         queued = dict(pending.values_list("pk", "campaign__benchmark__name"))
+        campaigns = dict(pending.values_list("pk", "campaign_id"))
         for benchmark in set(queued.values()):
             # The embedded pool of this process, or the broker, holds them: if this process dies first,
             # recovery puts an embedded cell back to pending; a broker's cell stays queued there.
@@ -345,7 +349,8 @@ def do_start_attempts(user, attempts: list[Attempt]) -> list[int]:
             )
         # A sequential campaign's cells go in its predeclared order: its test may stop it before the last.
         for attempt_id in start_order(queued):
-            transaction.on_commit(functools.partial(executor.submit, attempt_id, queued[attempt_id]))
+            submit = functools.partial(executor.submit, attempt_id, queued[attempt_id], campaigns[attempt_id], priority)
+            transaction.on_commit(submit)
     return list(queued)
 
 

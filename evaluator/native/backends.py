@@ -69,9 +69,13 @@ def _simpler_env_options(task, catalog, full_cell: dict | None) -> dict:
         "required_assets": list(task.details.get("required_assets", [])),
         "pinned_revisions": simpler_pins(catalog),
     }
-    if full_cell:  # a cell of a full matrix: its own env id, kwargs, reset options and assets
-        cell = {key: full_cell[key] for key in ("key", "env_id", "build_kwargs", "reset_options")}
-        options.update(env_id=full_cell["key"], full_cell=cell, required_assets=list(full_cell["assets"]))
+    if full_cell:  # a cell of a full matrix: its own env id, kwargs and assets (the build), its reset options
+        options.update(
+            env_id=full_cell["env_id"],
+            full_cell={key: full_cell[key] for key in ("env_id", "build_kwargs")},
+            cell_reset={key: full_cell[key] for key in ("key", "reset_options")},
+            required_assets=list(full_cell["assets"]),
+        )
     return options
 
 
@@ -86,6 +90,9 @@ class Backend:
     renders_with_vulkan: bool  # CPU-fallback timeouts and the rendering caveat apply
     options: Callable[[Any, Any, dict | None], dict]  # (task, catalog, full cell) -> what its worker needs
     verdict: Callable[[str], dict]  # interpreter -> can it run here, and why not (doctor's check)
+    # Its worker may serve the next cell of the same build (native/warm.py): only where a reused env is proven
+    # equal to a fresh build at every step (tests/test_warm_workers.py, docs/warm_workers.md).
+    reuse: bool = False
     # Where its evidence goes inside the policy's own folder; empty: the shared attempts/ folder.
     results_namespace: str = ""
 
@@ -122,6 +129,7 @@ def _sapien_backend(name: str, options, verdict) -> Backend:
         renders_with_vulkan=True,
         options=options,
         verdict=verdict,
+        reuse=True,
     )
 
 
@@ -138,10 +146,12 @@ BACKENDS: dict[str, Backend] = {
             renders_with_vulkan=False,
             options=_no_options,
             verdict=probes.fetch_verdict,
+            reuse=True,
         ),
         _sapien_backend("maniskill2", _maniskill2_options, probes.maniskill2_verdict),
         _sapien_backend("simpler_env", _simpler_env_options, probes.simpler_env_verdict),
-        # AMO loads its TorchScript controller and runs 60 standing controls inside reset.
+        # AMO loads its TorchScript controller and runs 60 standing controls inside reset. Never reused: SIMPLE draws
+        # from the process's global generators and builds its scene in reset (docs/warm_workers.md).
         Backend(
             name="simple_humanoid",
             script="simple_worker.py",

@@ -1,4 +1,5 @@
-"""The evaluator's side of the native worker protocol: one subprocess per attempt.
+"""The evaluator's side of the native worker protocol: one subprocess per attempt, or per run of attempts of one
+build where its executor slot keeps it warm (warm.py).
 
 Every request has a timeout. A worker that dies (even by SIGKILL), hangs or answers
 garbage becomes a typed infrastructure error carrying the tail of its stderr; it is
@@ -50,6 +51,10 @@ class WorkerSpec:
     timeout_basis: str = "defaults"  # why these timeouts, for provenance
     max_reply_array_bytes: int = MAX_ARRAY_BYTES  # refused as declared, before it is allocated
 
+    def process(self) -> dict:
+        """What its worker process is started with: two specs with the same can share a process."""
+        return {"python": self.python, "script": str(self.script), "env": dict(self.env)}
+
 
 @dataclass(frozen=True)
 class NativeObservation:
@@ -79,6 +84,8 @@ class NativeWorker:
         self._stderr = collections.deque(maxlen=STDERR_LINES)
         self._dead = False
         self.reset_info: dict = {}
+        self.description: dict | None = None  # its describe reply, asked once
+        self._log_lock = threading.Lock()
         try:
             self.process = subprocess.Popen(
                 [spec.python, str(spec.script)],
@@ -96,7 +103,8 @@ class NativeWorker:
             # A whole 480x640 frame fits in the pipe: the worker writes it in one go, not 16 handovers.
             with contextlib.suppress(OSError):
                 fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        self._log = log.open("xb") if log else None
+        self._log = None
+        self.attach_log(log)
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
 
@@ -104,17 +112,42 @@ class NativeWorker:
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def alive(self) -> bool:
+        return not self._dead and self.process.poll() is None
+
     def stderr_tail(self) -> str:
         return "".join(self._stderr)
 
-    def _drain_stderr(self) -> None:
-        for line in iter(self.process.stderr.readline, b""):
-            self._stderr.append(line.decode(errors="replace"))
-            if self._log:
-                self._log.write(line)
+    def attach_log(self, log: Path | None, keep_tail: bool = False) -> None:
+        """From now on its stderr goes to `log` (a new file), and an error's tail holds only what came since; with
+        keep_tail (a worker started ahead of its cell), what it said before starts the file and stays in the tail."""
+        with self._log_lock:
+            self._close_log()
+            self._log = log.open("xb") if log else None
+            if keep_tail and self._log:
+                self._log.write("".join(self._stderr).encode())
                 self._log.flush()
+            if not keep_tail:
+                self._stderr.clear()
+
+    def detach_log(self) -> None:
+        with self._log_lock:
+            self._close_log()
+
+    def _close_log(self) -> None:
         if self._log:
             self._log.close()
+            self._log = None
+
+    def _drain_stderr(self) -> None:
+        for line in iter(self.process.stderr.readline, b""):
+            with self._log_lock:
+                self._stderr.append(line.decode(errors="replace"))
+                if self._log:
+                    self._log.write(line)
+                    self._log.flush()
+        self.detach_log()
 
     def _fail(self, op: str, message: str, cause: str, error_type: ErrorType | None = None) -> WorkerFailure:
         self.kill()
@@ -194,7 +227,9 @@ class NativeWorker:
         return NativeObservation(rgb=rgb, instruction=str(header.get("instruction", "")), arrays=arrays)
 
     def describe(self) -> dict:
-        return self.request("describe")[0]
+        if self.description is None:
+            self.description = self.request("describe")[0]
+        return self.description
 
     def reset(self, seed: int, **options) -> NativeObservation:
         header, arrays = self.request("reset", {"seed": seed, **options})

@@ -31,8 +31,9 @@ VULKAN_PROBE = ROOT / "environment" / "vulkan" / "probe.py"
 CPU_RENDER_FACTOR = 10.0
 
 
-class BadTimeoutSetting(ProtocolError):
-    """RSI_WORKER_TIMEOUTS or RSI_CPU_RENDER_TIMEOUT_FACTOR is not what it must be."""
+class BadWorkerSetting(ProtocolError):
+    """A native worker setting (RSI_WORKER_TIMEOUTS, RSI_CPU_RENDER_TIMEOUT_FACTOR, RSI_WARM_*) is not what it must
+    be."""
 
 
 _GL_PROBE = "import mujoco; c = mujoco.GLContext(8, 8); c.make_current(); c.free()"
@@ -57,7 +58,8 @@ def scaled_timeouts(base: Mapping[str, float], cpu_fallback: bool) -> tuple[dict
     base = dict(base)
     basis = "reference hardware"
     if cpu_fallback:
-        factor = _positive("RSI_CPU_RENDER_TIMEOUT_FACTOR", os.environ.get("RSI_CPU_RENDER_TIMEOUT_FACTOR", "10"))
+        raw_factor = os.environ.get("RSI_CPU_RENDER_TIMEOUT_FACTOR", "10")
+        factor = positive_seconds("RSI_CPU_RENDER_TIMEOUT_FACTOR", raw_factor)
         base = {op: seconds * factor if op in ("reset", "step") else seconds for op, seconds in base.items()}
         basis = f"the only Vulkan device is the CPU: reset and step x{factor:g}"
     override = os.environ.get("RSI_WORKER_TIMEOUTS", "").strip()
@@ -65,19 +67,19 @@ def scaled_timeouts(base: Mapping[str, float], cpu_fallback: bool) -> tuple[dict
         for item in override.split(","):
             op, _, seconds = item.partition("=")
             if op.strip() not in base:
-                raise BadTimeoutSetting(f"RSI_WORKER_TIMEOUTS: {op.strip()!r} is not one of {', '.join(base)}")
-            base[op.strip()] = _positive(f"RSI_WORKER_TIMEOUTS {op.strip()}", seconds)
+                raise BadWorkerSetting(f"RSI_WORKER_TIMEOUTS: {op.strip()!r} is not one of {', '.join(base)}")
+            base[op.strip()] = positive_seconds(f"RSI_WORKER_TIMEOUTS {op.strip()}", seconds)
         basis += f"; RSI_WORKER_TIMEOUTS={override}"
     return base, basis
 
 
-def _positive(name: str, raw: str) -> float:
+def positive_seconds(name: str, raw: str) -> float:
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
     if not 0 < value < 1e6:
-        raise BadTimeoutSetting(f"{name} must be a number of seconds in (0, 1e6), got {raw!r}")
+        raise BadWorkerSetting(f"{name} must be a number of seconds in (0, 1e6), got {raw!r}")
     return value
 
 

@@ -21,7 +21,8 @@ from django.utils.text import slugify
 from evaluator.live.hub import hub
 from evaluator.live.interventions import do_hold_at_start, do_hold_pause_set, pause_never_held
 from evaluator.native.backends import backend, rendering_provenance, reset_options, worker_spec
-from evaluator.native.client import NativeObservation, NativeWorker, WorkerFailure, WorkerSpec
+from evaluator.native.client import NativeObservation, WorkerFailure, WorkerSpec
+from evaluator.native.warm import WarmSlot, fresh_worker
 from evaluator.policies.base import EpisodeStart, MailboxMessage, SentRequest, Usage, new_episode_token
 from evaluator.policies.specs import build_policy
 from evaluator.protocol.budgets import resolve_budget
@@ -191,8 +192,13 @@ class AttemptRecorder:
         )
 
 
-def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = None) -> Attempt:
-    """Run one pending cell to its end. Whatever happens, the attempt finishes with its evidence."""
+def do_run_attempt(
+    attempt: Attempt, progress: Callable[[dict], None] | None = None, slot: WarmSlot | None = None
+) -> Attempt:
+    """Run one pending cell to its end. Whatever happens, the attempt finishes with its evidence.
+
+    slot: the executor slot's warm worker, taken when it has this cell's build and given back after a clean end
+    (no error, no intervention); without one, the cell's worker is started for it and closed after it."""
     with transaction.atomic():
         attempt = Attempt.objects.select_for_update().select_related("campaign__policy", "task").get(pk=attempt.pk)
         if attempt.status == Attempt.Status.NOT_RUN:  # its sequential campaign's test decided before it started
@@ -215,7 +221,8 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
     queue_wait_s = (attempt.started_at - queued_at).total_seconds() if queued_at else None
     evidence = EvidenceWriter(Path(settings.MEDIA_ROOT), attempt.evidence_dir, fps=task.control_hz)
     provenance = dict(attempt.provenance)
-    worker = fault = None
+    worker = taken = fault = None
+    clean_end = False
     heartbeat = Heartbeat(attempt.pk)
     control = hub.open(
         attempt.pk,
@@ -244,8 +251,11 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         }
         provenance["rendering"] = rendering_provenance(campaign.benchmark.name, spec.env)
         with split.part("env_build"):
-            worker = NativeWorker(spec, log=evidence.native_log)
-            provenance["worker"]["describe"] = worker.describe()
+            log = evidence.native_log
+            taken = slot.take(spec, options, log) if slot else fresh_worker(spec, options, log)
+            worker = taken.worker
+            provenance["worker"]["describe"] = worker.description
+            provenance["worker"]["warm"] = taken.provenance()
         episode = EpisodeSpec(
             config=config,
             budget=budget,
@@ -268,6 +278,7 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
             )
         finally:
             provenance["policy"]["transport"] = policy.describe()
+        clean_end = result.score.error_type is None
     except (WorkerFailure, ProtocolError) as failure:
         error_type = getattr(failure, "error_type", ErrorType.INSTALL)
         detail = str(failure) + (f"\n{failure.stderr_tail}" if getattr(failure, "stderr_tail", "") else "")
@@ -285,8 +296,9 @@ def do_run_attempt(attempt: Attempt, progress: Callable[[dict], None] | None = N
         heartbeat.stop()
         if worker is not None:
             provenance["reset_info"] = worker.reset_info
+            keep = slot is not None and clean_end and not attempt.interventions.exists()
             with split.part("env_build"):
-                provenance["worker"]["closed"] = worker.close()
+                provenance["worker"]["closed"] = slot.give_back(taken, keep) if slot else worker.close()
     if never_held := pause_never_held(attempt):  # recorded as such: it withdrew no autonomy
         result = replace(result, accounting={**result.accounting, "pause_never_held": never_held})
     finished = _finish(attempt, result, evidence, provenance, (split, queue_wait_s))

@@ -8,6 +8,7 @@ asset checks run unchanged, and only the simulator is a double."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 DOUBLES = Path(__file__).resolve().parent
@@ -46,6 +47,17 @@ for env_id in ENV_IDS:
         env_id, entry_point=lambda env_id=env_id, **kwargs: GymEnvDouble(env_id, **kwargs), disable_env_checker=True
     )
 '''
+
+
+def double_upstream_env(root: Path) -> dict[str, str]:
+    """PYTHONPATH for the SAPIEN interpreter: the double's site under `root`, with every matrix env id and asset."""
+    from evaluator.native.environment import simpler_pins
+    from evaluator.protocol.catalogs import load_catalog
+    from evaluator.protocol.full_matrix import asset_paths, load_matrix
+
+    cells = load_matrix("visual_matching").cells + load_matrix("variant_aggregation").cells
+    site = build_site(root, simpler_pins(load_catalog("simpler_env")), [c.env_id for c in cells], asset_paths(cells))
+    return {"PYTHONPATH": os.pathsep.join([str(site), str(DOUBLES)])}
 
 
 def build_site(root: Path, pins: dict[str, str], env_ids: list[str], assets: list[str]) -> Path:

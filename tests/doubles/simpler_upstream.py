@@ -56,12 +56,17 @@ class EnvDouble:
         self._elapsed_steps = 0
         self.cur_subtask_id = 0
         self.rng = np.random.RandomState(seed)
+        # What a frame shows is drawn from the seed and the reset options and moved by every action, as upstream's
+        # scene is: a reset that kept anything of a previous episode shows in the pixels.
+        self.scene = self.rng.randint(256) + _options_shade(options)
+        self.arm = np.zeros(3)
         self.episode_stats = {"n_lift_significant": 0, "consec_grasp": False}
         self.has_contact = 0
         return self._obs(), {"scene_name": "double", "urdf_version": "", "rgb_overlay_path": "a0.png"}
 
     def _obs(self):
-        pixel = np.full(self.shape, (self._elapsed_steps * 7) % 256, dtype=np.uint8)
+        shade = self._elapsed_steps * 7 + self.scene + int(100 * self.arm.sum())
+        pixel = np.full(self.shape, shade % 256, dtype=np.uint8)
         return {
             "image": {self.camera: {"rgb": pixel, "depth": np.zeros(self.shape[:2] + (1,), np.float32)}},
             "agent": {"qpos": np.zeros(11)},
@@ -104,6 +109,7 @@ class EnvDouble:
         # slice to scipy, which refuses read-only memory ("buffer source array is read-only").
         np.clip(action, ACTION_LOW, ACTION_HIGH, out=action)
         self.last_rotation = Rotation.from_rotvec(action[3:6])
+        self.arm += action[:3]
         if self.place and self._elapsed_steps >= 100:  # checked before the base step (place:242-246)
             self.cur_subtask_id = 1
         self._elapsed_steps += 1
@@ -113,6 +119,16 @@ class EnvDouble:
         finally:
             self._in_step = False
         return self._obs(), float(info["success"]), bool(info["success"]), False, info
+
+
+def _options_shade(options) -> int:
+    """A number from a reset's robot and object options (poses, episode id): another cell, another picture."""
+    if not options:
+        return 0
+    robot = options.get("robot_init_options", {})
+    objects = options.get("obj_init_options", {})
+    values = [*np.ravel(robot.get("init_xy", ())), *np.ravel(objects.get("init_xy", ())), objects.get("episode_id", 0)]
+    return int(sum(float(value) * 97 * place for place, value in enumerate(values, start=1)))
 
 
 class TimeLimitDouble:

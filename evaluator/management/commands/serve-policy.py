@@ -66,7 +66,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("spec", help="lerobot:PATH or torchscript:PATH, with its settings (?device=cuda ...)")
-        parser.add_argument("--port", type=int, required=True, help="TCP port to serve on (1..65535)")
+        parser.add_argument(
+            "--port",
+            type=int,
+            required=True,
+            help="TCP port to serve on (1..65535; 0: a free one, named on the ready line)",
+        )
         parser.add_argument(
             "--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface; needs a secret)"
         )
@@ -79,8 +84,8 @@ class Command(BaseCommand):
         parser.add_argument("--max-wait-ms", type=float, help="batching window (RSI_MODEL_HOST_MAX_WAIT_MS)")
 
     def handle(self, *args, **options):
-        if not 1 <= options["port"] <= 65535:
-            raise CommandError(f"--port {options['port']}: a port is a number in 1..65535")
+        if not 0 <= options["port"] <= 65535:
+            raise CommandError(f"--port {options['port']}: a port is a number in 1..65535, or 0 for a free one")
         secret = secret_of(options["token_file"], options["host"])
         try:
             transport, _, settings = parse_policy_spec(options["spec"])

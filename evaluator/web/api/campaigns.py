@@ -106,7 +106,7 @@ def campaign_out(request, campaign: Campaign) -> dict:
         "cells": summary.total,
         "statuses": statuses,
         "finished": statuses[Attempt.Status.FINISHED],
-        "done": not any(statuses[s] for s in ("pending", "queued", "running")),
+        "done": not any(statuses[s] for s in Attempt.OPEN),
         "infrastructure_errors": report.overall.errors.get("infrastructure_error", 0)
         + report.non_autonomous.errors.get("infrastructure_error", 0),
         "error_types": dict(sorted(summary.error_types.items())),
@@ -207,10 +207,15 @@ def get_campaign(request, campaign_id: int):
 
 
 @operation(router, "POST", "/campaigns/{campaign_id}/start", permission="start_attempt", response=StartOut)
-def start_campaign(request, campaign_id: int):
+def start_campaign(
+    request,
+    campaign_id: int,
+    priority: str = Query("0", description="-9 to 9: higher first among running campaigns; equals share the slots"),
+):
     """Queue the campaign's pending cells (its pending re-runs too), once each."""
     campaign = _campaign(campaign_id)
-    return {"queued": do_start_attempts(request.auth, list(campaign.attempts.filter(status="pending")))}
+    pending = list(campaign.attempts.filter(status="pending"))
+    return {"queued": do_start_attempts(request.auth, pending, priority)}
 
 
 @operation(router, "POST", "/campaigns/{campaign_id}/cancel", permission="start_attempt", response=CancelOut)
