@@ -186,6 +186,9 @@ def main() -> None:
     video = Path(settings.MEDIA_ROOT) / episode.artifacts.get(kind="video").path
     index = {f["step"]: f["frame"] for f in json.loads((video.parent / "frames.json").read_text())["frames"]}
     endpoint, per_request = [], []
+    opened = time.perf_counter()  # as a reviewer comes: the episode's page, then its frames
+    assert client.get(reverse("evaluator:review", args=[episode.pk])).status_code == 200
+    page_ms = (time.perf_counter() - opened) * 1000
     for step in steps:  # side by side: the endpoint (decoders kept open) and a decode from the keyframe
         start = time.perf_counter()
         assert client.get(reverse("evaluator:frame", args=[episode.pk, step])).status_code == 200
@@ -195,6 +198,7 @@ def main() -> None:
         per_request.append((time.perf_counter() - middle) * 1000)
         time.sleep(max(0.0, args.pace - (time.perf_counter() - start)))
     print(f"a reviewer's way through a {episode.environment_steps}-step episode, a frame every {args.pace:g} s:")
+    print(f"  the review page (its frames read ahead from here): {page_ms:.1f} ms")
     print(f"  the first request (the video opened, its group decoded): {endpoint[0]:.1f} ms")
     report("exact frame, endpoint (640x480)", endpoint)
     report("  vs keyframe decode + Pillow PNG", per_request)

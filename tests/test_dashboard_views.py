@@ -5,18 +5,14 @@ query counts that do not grow with the number of attempts (issue "The dashboard"
 import csv
 import io
 import json
-import random
 
-import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from PIL import Image
 
-from evaluator.exports.media import OpenVideos
 from evaluator.records.models import Attempt, Campaign, Policy
 from tests.records import add_cells
 
@@ -140,11 +136,6 @@ def test_anonymous_visitors_are_sent_to_log_in(client, make_attempt):
         assert response.status_code == 302 and response.url.startswith(reverse("login"))
 
 
-@pytest.fixture
-def finished(run_cell):
-    return run_cell(policy="noop", budget_mode="decisions", max_policy_calls=6)
-
-
 def test_the_video_is_served_with_range_requests(admin_client, finished):
     url = reverse("evaluator:artifact", args=[finished.pk, "video.mp4"])
     whole = b"".join(admin_client.get(url).streaming_content)
@@ -157,66 +148,6 @@ def test_the_video_is_served_with_range_requests(admin_client, finished):
 
 def test_only_registered_artifacts_are_served(admin_client, finished):
     assert admin_client.get(reverse("evaluator:artifact", args=[finished.pk, "../../etc/passwd"])).status_code == 404
-
-
-def test_the_exact_frame_of_a_step_is_decoded_from_the_video(admin_client, finished, media_root):
-    import av
-
-    video = media_root / finished.artifacts.get(kind="video").path
-    with av.open(str(video)) as container:
-        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
-    for step in (0, 7, 24, 25, 26, 30):  # around the keyframe at 25 too
-        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
-        assert response.status_code == 200 and response["Content-Type"] == "image/png"
-        frame = np.asarray(Image.open(io.BytesIO(response.content)))
-        assert np.array_equal(frame, decoded[step])
-    assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 31])).status_code == 404
-
-
-@pytest.mark.parametrize(("kept_groups", "read_ahead"), [(1, 0), (3, 0), (3, 250)])
-def test_any_order_of_frame_requests_gets_each_step_bit_equal_to_a_full_decode(
-    admin_client, finished, media_root, monkeypatch, kept_groups, read_ahead
-):
-    # The decoder stays open between requests (evaluator/exports/media.py OpenVideos): jumps forward, backward, across
-    # and within groups of pictures, repeats, must all give the full decode's frame (issue 17, a guard)
-    import av
-
-    video = media_root / finished.artifacts.get(kind="video").path
-    with av.open(str(video)) as container:
-        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
-    monkeypatch.setattr("evaluator.exports.media.OpenVideo.KEPT_GROUPS", kept_groups)
-    monkeypatch.setattr("evaluator.exports.media.OpenVideo.READ_AHEAD", read_ahead)
-    monkeypatch.setattr("evaluator.web.views.review.OPEN_VIDEOS", OpenVideos())  # none open from another test
-    order = list(range(len(decoded)))
-    random.Random(5).shuffle(order)
-    for step in order + [30, 29, 0, 25, 24, 24, 26]:
-        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
-        assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
-
-
-def test_the_whole_episode_is_read_ahead_in_the_background_from_the_first_frame_asked_for(
-    admin_client, finished, media_root, monkeypatch
-):
-    import av
-
-    video = media_root / finished.artifacts.get(kind="video").path
-    with av.open(str(video)) as container:
-        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
-    videos = OpenVideos()
-    monkeypatch.setattr("evaluator.web.views.review.OPEN_VIDEOS", videos)
-    assert admin_client.get(reverse("evaluator:frame", args=[finished.pk, 26])).status_code == 200
-    (opened,) = videos.videos.values()
-    opened.reader.join(timeout=30)
-    # From the keyframe of step 26's group to the end, then from the start.
-    assert list(opened.pngs)[:7] == [26, 25, 27, 28, 29, 30, 0] and sorted(opened.pngs) == list(range(len(decoded)))
-
-    def no_decoding(*args):
-        raise AssertionError("decoded on request")
-
-    monkeypatch.setattr(opened, "_frame", no_decoding)
-    for step in range(len(decoded)):
-        response = admin_client.get(reverse("evaluator:frame", args=[finished.pk, step]))
-        assert np.array_equal(np.asarray(Image.open(io.BytesIO(response.content))), decoded[step]), step
 
 
 def test_the_timeline_holds_steps_decisions_and_components(admin_client, finished):
@@ -281,7 +212,7 @@ def test_a_rerun_is_a_new_attempt_queued_at_once_and_both_stay_visible(
     from evaluator.execution import executor
 
     submitted = []
-    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append(attempt_id))
+    monkeypatch.setattr(executor, "submit", lambda attempt_id, *_: submitted.append(attempt_id))
     with django_capture_on_commit_callbacks(execute=True):
         response = operator.post(reverse("evaluator:rerun_attempt", args=[finished.pk]))
     assert response.status_code == 302
@@ -305,12 +236,16 @@ def test_starting_a_cell_queues_it_once_after_commit(
     from evaluator.execution import executor
 
     submitted = []
-    monkeypatch.setattr(executor, "submit", lambda attempt_id, benchmark: submitted.append((attempt_id, benchmark)))
+    monkeypatch.setattr(
+        executor,
+        "submit",
+        lambda attempt_id, benchmark, campaign, priority: submitted.append((attempt_id, benchmark, campaign, priority)),
+    )
     attempt = make_attempt("reach", benchmark="fetch")
     with django_capture_on_commit_callbacks(execute=True):
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
         operator.post(reverse("evaluator:start_attempt", args=[attempt.pk]))
-    assert submitted == [(attempt.pk, "fetch")]
+    assert submitted == [(attempt.pk, "fetch", attempt.campaign_id, 0)]
     assert Attempt.objects.get(pk=attempt.pk).status == "queued"
 
 

@@ -21,8 +21,11 @@ from evaluator.protocol.mcnemar import (
     PairDesign,
     PowerCurve,
     fixed_pairs,
+    log_binomial_pmf,
+    log_sum,
     mcnemar_exact_p,
     normal_pairs,
+    window,
 )
 from evaluator.protocol.power import InvalidDesign, design_from_rates, plan_power, simulate_sequential
 from evaluator.protocol.sequential import first_decisions, first_decisions_of_counts, running_bounds
@@ -131,6 +134,7 @@ def test_impossible_designs_are_refused_with_every_reason():
         design_from_rates(0.3, math.nan)
 
 
+@pytest.mark.slow  # simulated campaigns
 def test_the_sequential_simulation_stops_where_the_campaigns_own_rule_stops():
     """The preview finds each simulated campaign's stop from one capital per look and edge; the campaign finds it
     from its bounds, by bisection. Over random sequences both stop at the same pair with the same verdict."""
@@ -159,6 +163,7 @@ def test_a_plan_against_a_baseline_says_whether_its_cells_are_enough_and_what_a_
     assert again.mean == sequential["mean_pairs"]  # seeded: a page shows the same numbers on every visit
 
 
+@pytest.mark.slow  # simulated campaigns
 @pytest.mark.parametrize(
     ("only_a", "only_b", "most", "runs"), [(0.12, 0.42, 60, 50), (0.2, 0.2, 700, 300), (0.3, 0.1, 90, 40)]
 )
@@ -179,3 +184,24 @@ def test_each_simulated_campaign_stops_where_its_confidence_sequence_first_decid
     stops = np.where(at > 0, at, most)
     assert found.mean == pytest.approx(stops.mean()) and found.median == np.median(stops)
     assert found.decided == pytest.approx((verdicts > 0).mean())
+
+
+def test_the_power_of_a_block_of_sizes_is_each_size_s_own_sum():
+    """Issue 54: a campaign page's exact power plans stay exact when computed a block of n at a time: the same terms,
+    summed to within a few units in the last place of one n at a time."""
+    for only_a, only_b, level in itertools.product((0.01, 0.1, 0.3), (0.03, 0.2, 0.45), (0.01, 0.05)):
+        curve = PowerCurve(PairDesign(only_a, only_b), level)
+        sizes = np.arange(1, 2500, 13)
+        assert np.allclose(curve.powers(sizes), [curve(int(n)) for n in sizes], rtol=0, atol=1e-14)
+
+
+def test_the_win_tails_of_a_block_of_discordant_counts_are_each_count_s_own_sum():
+    """P(C >= c*(d) | D = d) for many d at once: each d's window from its critical count, as one d at a time sums it."""
+    for only_a, only_b, level in itertools.product((0.01, 0.1, 0.3), (0.03, 0.2, 0.45), (0.01, 0.05)):
+        curve, wins = PowerCurve(PairDesign(only_a, only_b), level), only_b / (only_a + only_b)
+        counts = np.arange(0, 2500, 7)
+        one_at_a_time = []
+        for d in counts:
+            ks = window(int(d), wins, low=curve.critical[int(d)])
+            one_at_a_time.append(math.exp(log_sum(log_binomial_pmf(int(d), wins, ks))) if ks.size else 0.0)
+        assert np.allclose(curve.tails_at(counts), one_at_a_time, rtol=0, atol=1e-14)

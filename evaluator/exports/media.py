@@ -68,10 +68,10 @@ class OpenVideo:
     jump decodes only from the keyframe before it (the evidence's videos have one every GOP frames), and
     going back to a group seen a moment ago decodes nothing.
 
-    From the first frame asked for, a reader of its own decodes the episode in the background (READ_AHEAD
-    frames: onwards to the end, then from the start) and keeps their PNGs (at most KEPT_PNGS, the most
-    recent), as a video player buffers: the reviewer's next steps and jumps within the episode are then
-    answered without decoding."""
+    From the review page's opening (or the first frame asked for), a reader of its own decodes the episode
+    in the background (READ_AHEAD frames: onwards to the end, then from the start) and keeps their PNGs (at
+    most KEPT_PNGS, the most recent), as a video player buffers: the reviewer's next steps and jumps within
+    the episode are then answered without decoding."""
 
     KEPT_GROUPS = 3  # a 640x480 group of 25 frames holds about 12 MB decoded (yuv420p)
     KEPT_PNGS = 300  # about 70 KB each for a 640x480 render
@@ -99,11 +99,15 @@ class OpenVideo:
                 self._keep(number, png_rgb(self._frame(number, gop)))
             self.pngs.move_to_end(number)
             png = self.pngs[number]
-            if self.reader is None:
-                start = number - number % gop
-                self.reader = threading.Thread(target=self._read_ahead, args=(start,), daemon=True)
-                self.reader.start()
+        self.read_ahead(number, gop)
         return png
+
+    def read_ahead(self, number: int, gop: int) -> None:
+        """Starts the background reader at `number`'s group of pictures, unless it has started."""
+        with self.lock:
+            if self.reader is None:
+                self.reader = threading.Thread(target=self._read_ahead, args=(number - number % gop,), daemon=True)
+                self.reader.start()
 
     def _keep(self, number: int, png: bytes) -> None:
         """Holds the lock."""
@@ -177,6 +181,13 @@ class OpenVideos:
         self.videos: OrderedDict[tuple, OpenVideo] = OrderedDict()
 
     def png(self, path: Path, number: int, fps: float, gop: int) -> bytes:
+        return self._video(path, fps).png(number, gop)
+
+    def read_ahead(self, path: Path, number: int, fps: float, gop: int) -> None:
+        """The video opened, its frames from `number` on decoded in the background: a review page opening."""
+        self._video(path, fps).read_ahead(number, gop)
+
+    def _video(self, path: Path, fps: float) -> OpenVideo:
         stat = path.stat()  # a changed file is another video (evidence never changes; verify-evidence says so)
         key = (str(path), stat.st_mtime_ns, stat.st_size, fps)
         with self.lock:
@@ -184,7 +195,7 @@ class OpenVideos:
             self.videos[key] = video
             while len(self.videos) > self.size:
                 self.videos.popitem(last=False)[1].close()
-        return video.png(number, gop)
+        return video
 
 
 OPEN_VIDEOS = OpenVideos()

@@ -19,9 +19,9 @@ in n (a saw-tooth): the pairs needed are the smallest n that reaches the power a
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from functools import cache
 from statistics import NormalDist
 
 import numpy as np
@@ -65,7 +65,7 @@ class PairDesign:
         return self.only_b - self.only_a
 
 
-@cache
+@functools.cache
 def log_factorials(most: int) -> np.ndarray:
     """log k!, k = 0..most (a running sum of logs: within 1e-11 of lgamma up to 10,000)."""
     return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, most + 1)))))
@@ -85,6 +85,26 @@ def window(n: int, p: float, low: int = 0, high: int | None = None) -> np.ndarra
     spread = 13 * math.sqrt(n * p * (1 - p)) + 30
     first, last = max(low, math.floor(n * p - spread)), min(n if high is None else high, math.ceil(n * p + spread))
     return np.arange(first, last + 1)
+
+
+def windows(ns: np.ndarray, p: float, lows: np.ndarray | int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """`window` of Binomial(n, p) for each n of `ns`: its first and last counts (first > last: none)."""
+    spread = 13 * np.sqrt(ns * p * (1 - p)) + 30
+    firsts = np.maximum(lows, np.floor(ns * p - spread)).astype(int)
+    return firsts, np.minimum(ns, np.ceil(ns * p + spread)).astype(int)
+
+
+def log_pmf_rows(ns: np.ndarray, p: float, firsts: np.ndarray, lasts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The counts k from the least first to the largest last, and log P(X_n = k) for each n of `ns` (a row each),
+    X_n ~ Binomial(n, p): `log_binomial_pmf`'s terms within each row's [first, last], -inf outside it."""
+    ks = np.arange(firsts.min(), lasts.max() + 1) if len(ns) else np.arange(0)
+    n, k = ns[:, None], ks[None, :]
+    inside = (k >= firsts[:, None]) & (k <= lasts[:, None])
+    factorials = log_factorials(max(1024, 1 << int(ns.max(initial=0)).bit_length()))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(k > 0, k * np.log(p), 0.0) + np.where(k < n, (n - k) * np.log1p(-p), 0.0)
+        logs = factorials[n] - factorials[np.where(inside, k, 0)] - factorials[np.where(inside, n - k, 0)]
+        return ks, np.where(inside, logs + np.nan_to_num(terms, nan=-np.inf), -np.inf)
 
 
 def log_sum(terms: np.ndarray) -> float:
@@ -124,7 +144,7 @@ class CriticalWins:
         return math.log(2) + tail < math.log(self.level)
 
 
-@cache
+@functools.cache
 def critical_wins(level: float) -> CriticalWins:
     return CriticalWins(level)
 
@@ -140,11 +160,23 @@ class PowerCurve:
     def win_tail(self, ds: np.ndarray) -> np.ndarray:
         if ds[-1] >= self.win_tails.size:
             self.win_tails = np.concatenate((self.win_tails, np.full(2 * int(ds[-1]) + 64, np.nan)))
-        wins = self.design.only_b / self.design.discordance
-        for d in ds[np.isnan(self.win_tails[ds])]:
-            ks = window(int(d), wins, low=self.critical[int(d)])
-            self.win_tails[d] = math.exp(log_sum(log_binomial_pmf(int(d), wins, ks))) if ks.size else 0.0
+        missing = ds[np.isnan(self.win_tails[ds])]
+        if missing.size:
+            self.win_tails[missing] = self.tails_at(missing)
         return self.win_tails[ds]
+
+    def tails_at(self, ds: np.ndarray) -> np.ndarray:
+        """P(C >= c*(d) | D = d) for each d of `ds` at once: each d's own window of wins from its critical count,
+        summed in log space as `log_sum` sums one."""
+        wins = self.design.only_b / self.design.discordance
+        lows = np.array([self.critical[int(d)] for d in ds])
+        ks, logs = log_pmf_rows(ds, wins, *windows(ds, wins, lows))
+        if not ks.size:
+            return np.zeros(len(ds))
+        top = logs.max(axis=1)
+        with np.errstate(invalid="ignore"):
+            sums = np.exp(logs - top[:, None]).sum(axis=1)
+        return np.where(top == -np.inf, 0.0, np.exp(top + np.log(sums)))
 
     def __call__(self, pairs: int) -> float:
         """The chance that McNemar's exact test on `pairs` pairs declares B better."""
@@ -153,6 +185,24 @@ class PowerCurve:
             return 0.0
         ds = window(pairs, discordance)
         return float(np.exp(log_binomial_pmf(pairs, discordance, ds)) @ self.win_tail(ds))
+
+    def powers(self, pairs: np.ndarray) -> np.ndarray:
+        """power(n) for each n of `pairs` at once: the same terms as one n at a time (each n's own window of D), in
+        one array; the sums agree with __call__'s to the last bits (tests/test_power_planning.py)."""
+        p = min(1.0, self.design.discordance)
+        if p == 0:
+            return np.zeros(len(pairs))
+        ds, logs = log_pmf_rows(pairs, p, *windows(pairs, p))
+        return np.exp(logs) @ self.win_tail(ds)
+
+    def first_reaching(self, first: int, most: int, power: float, block: int = 64) -> int | None:
+        """The smallest n in [first, most] whose power reaches `power` (None: none does), `block` n at a time."""
+        for start in range(first, most + 1, block):
+            pairs = np.arange(start, min(start + block, most + 1))
+            reached = np.flatnonzero(self.powers(pairs) >= power)
+            if reached.size:
+                return int(pairs[reached[0]])
+        return None
 
 
 def normal_pairs(design: PairDesign, level: float, power: float) -> float:
@@ -170,9 +220,11 @@ SCAN_FROM_SHARE_OF_NORMAL = 0.7
 NORMAL_BEYOND_MOST = 1.5
 
 
+@functools.lru_cache(maxsize=4096)
 def fixed_pairs(design: PairDesign, level: float, power: float, most: int = MOST_PAIRS_PROJECTED) -> int | None:
     """The smallest n at which the exact test declares the true direction with at least `power`; None: more than
-    `most`. A regression is the mirror of an improvement, so its design is swapped."""
+    `most`. A regression is the mirror of an improvement, so its design is swapped. A pure function of its
+    arguments, kept for the process: a campaign page asks the same designs on every request."""
     if design.difference == 0:
         return None
     if design.difference < 0:
@@ -180,6 +232,5 @@ def fixed_pairs(design: PairDesign, level: float, power: float, most: int = MOST
     approximate = normal_pairs(design, level, power)
     if approximate > NORMAL_BEYOND_MOST * most:
         return None
-    curve = PowerCurve(design, level)
     first = max(1, math.floor(SCAN_FROM_SHARE_OF_NORMAL * approximate))
-    return next((n for n in range(first, most + 1) if curve(n) >= power), None)
+    return PowerCurve(design, level).first_reaching(first, most, power)

@@ -22,8 +22,7 @@ from evaluator.protocol.labels import NAME, LabelFilter
 from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, check_level_and_margin
 from evaluator.records.campaign_filters import with_labels
 from evaluator.records.comparisons import CampaignComparison, compare_campaigns
-from evaluator.records.leaderboards import OPEN
-from evaluator.records.models import Campaign
+from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import campaign_summaries
 
 
@@ -127,7 +126,7 @@ def learning_curve(
     original = Q(attempts__rerun_of__isnull=True)
     campaigns = (
         found.filter(protocol__protocol_id=protocol_id)
-        .annotate(open=Count("attempts", filter=original & Q(attempts__status__in=OPEN)))
+        .annotate(open=Count("attempts", filter=original & Q(attempts__status__in=Attempt.OPEN)))
         .select_related("policy", "protocol")
         .order_by("-created_at", "-pk")
     )

@@ -23,8 +23,6 @@ from evaluator.records.pairwise import MOST_COMPARED, compare_campaigns_in_order
 from evaluator.records.queries import campaign_summaries
 from evaluator.records.result_flags import ResultFlag, flags_of
 
-OPEN = (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)
-
 
 @dataclass(frozen=True)
 class BoardRow:
@@ -65,7 +63,7 @@ def finished_campaigns(labels: Iterable[LabelFilter] = ()):
     campaigns = (
         Campaign.objects.annotate(
             planned=Count("attempts", filter=original),
-            open=Count("attempts", filter=original & Q(attempts__status__in=OPEN)),
+            open=Count("attempts", filter=original & Q(attempts__status__in=Attempt.OPEN)),
             last_finish=Max("attempts__finished_at", filter=original),
         )
         .filter(planned__gt=0, open=0, cancelled_at__isnull=True)

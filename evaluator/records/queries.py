@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from django.core.cache import cache
 from django.db.models import Count, F, Max, Sum
 
 from evaluator.protocol import sim_to_real
@@ -22,6 +24,8 @@ from evaluator.records.models import (
     RealRobotRate,
 )
 from evaluator.records.result_flags import versions_of
+
+T = TypeVar("T")
 
 
 def campaign_cells(
@@ -87,10 +91,28 @@ def finished_key(state: dict) -> str:
     return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()[:16]
 
 
-def policy_versions(campaign: Campaign) -> list[str]:
+KEPT_S = 24 * 3600
+
+
+def kept_for_finished(campaign: Campaign, state: dict, what: tuple, compute: Callable[[], T]) -> T:
+    """What is computed from the campaign's finished attempts alone (`what` names it and its choices), kept in the
+    cache under their finished_state: a campaign's page asks it on every request, and it changes only when a cell
+    finishes. Never None: a None computed is asked again."""
+    name = repr((campaign.pk, finished_key(state), what)).encode()
+    key = f"rsi:finished:{hashlib.sha256(name).hexdigest()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=KEPT_S)
+    return value
+
+
+def policy_versions(campaign: Campaign, state: dict | None = None) -> list[str]:
     """The versions its policy server reported (a `policy_version` in its replies), in the order first seen over
-    its attempts as they started; more than one: the weights behind its URL changed while it ran."""
-    return versions_of([campaign.pk])[campaign.pk]
+    its attempts as they started; more than one: the weights behind its URL changed while it ran. Read from the
+    accounting an attempt stores as it finishes: kept under the campaign's finished_state (given, or asked here)."""
+    state = state if state is not None else finished_state(campaign)
+    return kept_for_finished(campaign, state, ("versions",), lambda: versions_of([campaign.pk])[campaign.pk])
 
 
 def campaign_summary(campaign: Campaign) -> CampaignSummary:
@@ -130,7 +152,43 @@ class FullCampaignView:
     eta_s: float | None  # at the pace so far: mean duration of finished cells, over the cells running now
 
 
-def full_campaign_view(campaign: Campaign) -> FullCampaignView:
+@dataclass(frozen=True)
+class FinishedCells:
+    """What a full campaign's page shows of its finished cells: their reports, heat maps and pace."""
+
+    report: FullReport
+    maps: dict[str, list[HeatMap]]
+    task_report: Report
+    spent_s: float  # the finished cells' summed durations
+    timed: int
+
+
+def full_campaign_view(campaign: Campaign, state: dict | None = None) -> FullCampaignView:
+    """The full campaign's reports and heat maps (kept under its finished_state, given or asked here), with the
+    counts of its cells by status now."""
+    state = state if state is not None else finished_state(campaign)
+    finished = kept_for_finished(campaign, state, ("full_view",), lambda: finished_cells(campaign))
+    cells = campaign.attempts.filter(rerun_of__isnull=True)
+    status = Counter(dict(cells.order_by().values_list("status").annotate(count=Count("pk"))))
+    total = sum(status.values())
+    remaining = total - status[Attempt.Status.FINISHED]
+    eta = None
+    if remaining and finished.timed:
+        eta = finished.spent_s / finished.timed * remaining / max(1, status[Attempt.Status.RUNNING])
+    return FullCampaignView(
+        report=finished.report,
+        maps=finished.maps,
+        task_report=finished.task_report,
+        total=total,
+        finished=status[Attempt.Status.FINISHED],
+        pending=status[Attempt.Status.PENDING],
+        running=status[Attempt.Status.RUNNING],
+        open=sum(status[s] for s in Attempt.OPEN),
+        eta_s=eta,
+    )
+
+
+def finished_cells(campaign: Campaign) -> FinishedCells:
     matrix = load_matrix(campaign.provenance["full_matrix"]["protocol"])
     cells = campaign.attempts.filter(rerun_of__isnull=True).order_by("cell_index")
     rows = list(cells.values_list("status", "outcome", "autonomous"))
@@ -152,23 +210,14 @@ def full_campaign_view(campaign: Campaign) -> FullCampaignView:
     for family in dict.fromkeys(r.family for r in results):
         spec = matrix.families[family]["heat_map"]
         maps[family] = heat_maps(results, family, spec["rows"], spec["columns"], spec.get("split"))
-    status = Counter(status for status, _, _ in rows)
-    remaining = len(rows) - status[Attempt.Status.FINISHED]
-    timed = cells.filter(started_at__isnull=False, finished_at__isnull=False)
+    timed = cells.filter(status=Attempt.Status.FINISHED, started_at__isnull=False, finished_at__isnull=False)
     pace = timed.aggregate(spent=Sum(F("finished_at") - F("started_at")), count=Count("pk"))
-    eta = None
-    if remaining and pace["count"]:
-        eta = pace["spent"].total_seconds() / pace["count"] * remaining / max(1, status[Attempt.Status.RUNNING])
-    return FullCampaignView(
+    return FinishedCells(
         report=full_report(results),
         maps=maps,
         task_report=aggregate(CellResult(r.task, r.outcome, r.autonomous) for r in results),
-        total=len(rows),
-        finished=status[Attempt.Status.FINISHED],
-        pending=status[Attempt.Status.PENDING],
-        running=status[Attempt.Status.RUNNING],
-        open=sum(status[s] for s in (Attempt.Status.PENDING, Attempt.Status.QUEUED, Attempt.Status.RUNNING)),
-        eta_s=eta,
+        spent_s=pace["spent"].total_seconds() if pace["count"] else 0.0,
+        timed=pace["count"],
     )
 
 

@@ -18,12 +18,13 @@ from evaluator.protocol.sequential import SequentialRule, SequentialState, seque
 from evaluator.records.models import Attempt, Campaign
 from evaluator.records.queries import cell_result
 
-CELL_COLUMNS = ("task__name", "seed", "full_cell", "status", "outcome", "autonomous")
+# A full cell's dimensions alone: the rest of its JSON (kwargs, options, assets) is large and pairs nothing.
+DIMENSIONS = "full_cell__dimensions"
+CELL_COLUMNS = ("task__name", "seed", DIMENSIONS, "status", "outcome", "autonomous")
 
 
-def cell_key(task: str, seed: int, full_cell: dict) -> tuple:
+def cell_key(task: str, seed: int, dimensions: dict | None) -> tuple:
     """What pairs two campaigns' cells: the task and seed, and a full matrix cell's dimensions."""
-    dimensions = full_cell.get("dimensions") if full_cell else None
     return (task, seed, json.dumps(dimensions, sort_keys=True) if dimensions else "")
 
 
@@ -40,8 +41,8 @@ def cells_by_key_of(campaign_ids: Iterable[int]) -> dict[int, dict[tuple, CellRe
         .order_by("campaign_id", "cell_index")
         .values_list("campaign_id", *CELL_COLUMNS)
     )
-    for campaign_id, task, seed, full_cell, status, outcome, autonomous in rows:
-        found[campaign_id][cell_key(task, seed, full_cell)] = cell_result(task, status, outcome, autonomous)
+    for campaign_id, task, seed, dimensions, status, outcome, autonomous in rows:
+        found[campaign_id][cell_key(task, seed, dimensions)] = cell_result(task, status, outcome, autonomous)
     return found
 
 
@@ -94,8 +95,8 @@ def sequential_pairs(campaign: Campaign, rule: SequentialRule) -> list[tuple[boo
         .values_list(*CELL_COLUMNS)
     )
     pairs = []
-    for task, seed, full_cell, status, outcome, autonomous in finished:
-        pair = pair_of(baseline.get(cell_key(task, seed, full_cell)), cell_result(task, status, outcome, autonomous))
+    for task, seed, dimensions, status, outcome, autonomous in finished:
+        pair = pair_of(baseline.get(cell_key(task, seed, dimensions)), cell_result(task, status, outcome, autonomous))
         if not isinstance(pair, str):
             pairs.append(pair)
     return pairs

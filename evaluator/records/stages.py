@@ -11,7 +11,8 @@ from evaluator.protocol.paired import DEFAULT_LEVEL, DEFAULT_MARGIN, PairedCompa
 from evaluator.protocol.scoring import Outcome
 from evaluator.protocol.stages import StageReport, paired_stages, stage_rates, stages_of
 from evaluator.records.models import Attempt, Campaign, Step
-from evaluator.records.sequential import cell_key
+from evaluator.records.queries import finished_state, kept_for_finished
+from evaluator.records.sequential import DIMENSIONS, cell_key
 
 COMPLETED = (Outcome.SUCCESS.value, Outcome.TASK_FAILURE.value)
 
@@ -27,18 +28,22 @@ def reached_stages(campaign_ids: Iterable[int]) -> dict[int, dict[tuple, tuple[s
         )
         .filter(outcome__in=COMPLETED)
         .annotate(final_info=Subquery(last_info, output_field=JSONField()))
-        .values_list("campaign_id", "task__name", "seed", "full_cell", "final_info")
+        .values_list("campaign_id", "task__name", "seed", DIMENSIONS, "final_info")
     )
-    for campaign_id, task, seed, full_cell, info in rows:
+    for campaign_id, task, seed, dimensions, info in rows:
         reached = stages_of((info or {}).get("episode_stats"))
         if reached is not None:
-            found[campaign_id][cell_key(task, seed, full_cell)] = (task, reached)
+            found[campaign_id][cell_key(task, seed, dimensions)] = (task, reached)
     return found
 
 
-def campaign_stages(campaign: Campaign) -> StageReport:
-    """Each stage's rate per task and overall (empty where the benchmark reports no stage)."""
-    return stage_rates(reached_stages([campaign.pk])[campaign.pk].values())
+def campaign_stages(campaign: Campaign, state: dict | None = None) -> StageReport:
+    """Each stage's rate per task and overall (empty where the benchmark reports no stage); kept under the campaign's
+    finished_state (given, or asked here): it reads finished cells alone."""
+    state = state if state is not None else finished_state(campaign)
+    return kept_for_finished(
+        campaign, state, ("stages",), lambda: stage_rates(reached_stages([campaign.pk])[campaign.pk].values())
+    )
 
 
 def compared_stages(

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.core.cache import cache
 from django.db.models import Count, FloatField, IntegerField, Max, Min, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import finished_key, finished_state
+from evaluator.records.queries import finished_state, kept_for_finished
 
 PARTS = ("env_build", "reset", "native_steps", "policy_start", "policy_wait", "evidence")
 PART_LABELS = {
@@ -92,15 +91,10 @@ def campaign_time(campaign: Campaign, state: dict | None = None) -> CampaignTime
     state = state if state is not None else finished_state(campaign)
     if not state["count"]:
         return None
-    key = f"rsi:campaign-time:{campaign.pk}:{finished_key(state)}"
-    sums = cache.get(key)
-    if sums is None:
-        timed = Attempt.objects.filter(
-            campaign=campaign, status=Attempt.Status.FINISHED, accounting__time__wall_s__isnull=False
-        )
-        sums = _sums(timed)
-        cache.set(key, sums, timeout=24 * 3600)
-    return _campaign_time(sums)
+    timed = Attempt.objects.filter(
+        campaign=campaign, status=Attempt.Status.FINISHED, accounting__time__wall_s__isnull=False
+    )
+    return _campaign_time(kept_for_finished(campaign, state, ("time",), lambda: _sums(timed)))
 
 
 def _sums(timed) -> dict:

@@ -8,7 +8,7 @@ from evaluator.protocol.factors import BASE, FactorChoice, FactorReport, check_c
 from evaluator.protocol.full_matrix import VARIANT_AGGREGATION, VISUAL_MATCHING, load_matrix
 from evaluator.protocol.scoring import Outcome
 from evaluator.records.models import Attempt, Campaign
-from evaluator.records.queries import planned_cells
+from evaluator.records.queries import finished_state, kept_for_finished, planned_cells
 
 # Without a choice: Variant Aggregation's variants grouped by kind against `base`; Visual Matching's robot colour
 # (urdf_version) against the default robot.
@@ -47,8 +47,15 @@ def default_choice(campaign: Campaign) -> FactorChoice | None:
     return choice if choice.dimension in matrix_levels(campaign) else None
 
 
-def variation_report(campaign: Campaign, choice: FactorChoice, level: float) -> FactorReport:
-    """Every factor's effect against its base over the campaign's cells, in one query over them (re-runs apart)."""
+def variation_report(campaign: Campaign, choice: FactorChoice, level: float, state: dict | None = None) -> FactorReport:
+    """Every factor's effect against its base over the campaign's cells, in one query over them (re-runs apart); kept
+    under the campaign's finished_state (given, or asked here): it reads the finished cells alone."""
+    state = state if state is not None else finished_state(campaign)
+    what = ("variation", choice.as_dict(), level)
+    return kept_for_finished(campaign, state, what, lambda: factor_report(campaign, choice, level))
+
+
+def factor_report(campaign: Campaign, choice: FactorChoice, level: float) -> FactorReport:
     matrix = load_matrix(campaign.provenance["full_matrix"]["protocol"])
     cells = campaign.attempts.filter(rerun_of__isnull=True).order_by("cell_index")
     rows = list(cells.values_list("pk", "status", "outcome", "autonomous"))

@@ -24,6 +24,8 @@ class Attempt(models.Model):
         NOT_RUN = "not_run", "not run"  # a sequential campaign's cell, left once its test had decided: final
 
     FINAL = (Status.FINISHED, Status.NOT_RUN)
+    OPEN = (Status.PENDING, Status.QUEUED, Status.RUNNING)
+    UNDER_WAY = (Status.QUEUED, Status.RUNNING)
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="attempts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")

@@ -12,9 +12,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
@@ -39,12 +40,14 @@ from evaluator.protocol.scoring import Outcome
 from evaluator.protocol.stages import WORDS, StageReport
 from evaluator.readiness.verdicts import readiness
 from evaluator.records.campaign_filters import filter_campaigns
-from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, Policy
+from evaluator.records.models import Artifact, Attempt, Benchmark, Campaign, CampaignCheck, Policy
 from evaluator.records.queries import (
     campaign_cells,
     campaign_summary,
+    finished_key,
     finished_state,
     full_campaign_view,
+    kept_for_finished,
     policy_versions,
 )
 from evaluator.records.sequential import sequential_state_of
@@ -216,8 +219,11 @@ def in_labels(form: LaunchForm, message: str) -> str:
 @login_required
 def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require(request, "view_campaign")
-    campaign = get_object_or_404(Campaign.objects.select_related("benchmark", "policy", "protocol"), pk=campaign_id)
-    full = full_campaign_view(campaign) if campaign.mode == Campaign.Mode.FULL else None
+    latest_check = CampaignCheck.objects.filter(campaign=OuterRef("pk")).values("pk")[:1]  # none: no query for it
+    campaigns = Campaign.objects.select_related("benchmark", "policy", "protocol")
+    campaign = get_object_or_404(campaigns.annotate(latest_check=Subquery(latest_check)), pk=campaign_id)
+    finished_set = finished_state(campaign)  # names the set of finished attempts: what is computed from it is kept
+    full = full_campaign_view(campaign, finished_set) if campaign.mode == Campaign.Mode.FULL else None
     choice = default_choice(campaign) if full else None
     outcome = request.GET.get("outcome", "")
     if outcome and outcome not in Outcome._value2member_map_:
@@ -241,39 +247,44 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
         report, total, finished = summary.report, summary.total, summary.statuses["finished"]
         pending = summary.statuses["pending"] + pending_reruns
         active = bool(summary.statuses["queued"] or summary.statuses["running"])
-        open_cells = sum(summary.statuses[status] for status in ("pending", "queued", "running"))
-    finished_set = finished_state(campaign)  # names the set of finished attempts: the archive and time split follow it
-    with_video = set(
-        Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
-    )
-    for cell in cells:
-        cell.has_video = cell.pk in with_video
-        # A running cell's picture only once it has one: asking before is a 404 and a broken image.
-        cell.has_frame = cell.status == Attempt.Status.RUNNING and hub.latest_frame(cell.pk) is not None
-        cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
+        open_cells = sum(summary.statuses[status] for status in Attempt.OPEN)
+    can_start = request.user.has_perm("evaluator.start_attempt")
+    can_watch = request.user.has_perm("evaluator.watch_attempt")  # no link to a page that is a 403
+    grid = {"campaign": campaign, "page": page, "total": total, "outcome": outcome, "reruns": reruns}
+    grid |= {"can_start": can_start, "can_watch": can_watch, "web_host": socket.gethostname()}
+
+    def cell_grid(request: HttpRequest | None = None) -> str:
+        return render_to_string("evaluator/_cell_grid.html", {**grid, "cells": _drawn(cells, reruns)}, request)
+
+    under_way = full.running if full else sum(summary.statuses[s] for s in Attempt.UNDER_WAY)
+    if under_way or any(r.status in Attempt.UNDER_WAY for r in reruns):  # live pictures and progress
+        drawn = cell_grid(request)
+    else:  # nothing under way: the page is kept, under every status it draws, until a cell starts or ends
+        counts = (full.pending, full.open) if full else sorted(summary.statuses.items())
+        states = (counts, [(r.pk, r.status) for r in reruns], str(campaign.cancelled_at))
+        grid_key = (page.number if page else 0, outcome, can_start, can_watch, states)
+        drawn = kept_for_finished(campaign, finished_set, ("cell-grid", grid_key), cell_grid)
     return render(
         request,
         "evaluator/campaign.html",
         {
             "full": full,
-            "variation": variation_report(campaign, choice, DEFAULT_LEVEL) if choice else None,
+            "variation": variation_report(campaign, choice, DEFAULT_LEVEL, finished_set) if choice else None,
             "variation_choice": choice,
-            **stage_table(campaign_stages(campaign)),
+            "finished_key": finished_key(finished_set),
+            **stage_table(campaign_stages(campaign, finished_set)),
             "variation_percent": f"{100 * (1 - DEFAULT_LEVEL):g}",
             "campaign": campaign,
-            "cells": cells,
-            "page": page,
+            "cell_grid": drawn,
             "total": total,
             "finished": finished,
             "pending_count": pending,
-            "open_cells": open_cells + sum(1 for r in reruns if r.status in ("pending", "queued", "running")),
-            "reruns": reruns,
+            "open_cells": open_cells + sum(1 for r in reruns if r.status in Attempt.OPEN),
             "report": report,
             "per_task": list(report.per_task.items()),
             "active": active or any(r.status in ("queued", "running") for r in reruns),
-            "can_start": request.user.has_perm("evaluator.start_attempt"),
+            "can_start": can_start,
             "can_launch": request.user.has_perm("evaluator.launch_campaign"),
-            "can_watch": request.user.has_perm("evaluator.watch_attempt"),  # no link to a page that is a 403
             "check": _latest_check(campaign),
             "max_check_cells": MAX_CHECK_CELLS,
             "lerobot": archive_of(campaign, finished_set),
@@ -282,10 +293,8 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "chart": sequence_chart(sequential) if sequential else None,
             "projection": sequential.projection() if sequential else None,
             "not_run": report.overall.not_run,
-            # Cells run by this very host (the embedded executor) need no "on <host>": only other hosts are named.
-            "web_host": socket.gethostname(),
             "time": campaign_time(campaign, finished_set),
-            "policy_versions": policy_versions(campaign),
+            "policy_versions": policy_versions(campaign, finished_set),
             "outcome": outcome,
             "failure_modes": failure_modes(campaign.attempts.all()).most_common(),
             "outcome_label": outcome.replace("_", " "),
@@ -313,6 +322,19 @@ class CellPage:
     stop: int  # the cells [start, stop) in plan order
 
 
+def _drawn(cells: list[Attempt], reruns: list[Attempt]) -> list[Attempt]:
+    """The grid's cells with what their cards show: whether each has a video, a live picture, its re-runs."""
+    with_video = set(
+        Artifact.objects.filter(attempt__in=cells + reruns, kind="video").values_list("attempt_id", flat=True)
+    )
+    for cell in cells:
+        cell.has_video = cell.pk in with_video
+        # A running cell's picture only once it has one: asking before is a 404 and a broken image.
+        cell.has_frame = cell.status == Attempt.Status.RUNNING and hub.latest_frame(cell.pk) is not None
+        cell.cell_reruns = [r for r in reruns if r.cell_index == cell.cell_index]
+    return cells
+
+
 def _cell_page(request: HttpRequest, total: int) -> CellPage:
     """?page=N of a campaign's grid, CELLS_PER_PAGE cells a page; any other value is a 404 that says why."""
     count = max(1, -(-total // CELLS_PER_PAGE))
@@ -325,8 +347,8 @@ def _cell_page(request: HttpRequest, total: int) -> CellPage:
 
 
 def _latest_check(campaign: Campaign) -> dict | None:
-    check = campaign.checks.first()
-    return check_summary(check) if check else None
+    """The campaign's latest check, by the id its page's query annotated: no query when it has none."""
+    return check_summary(CampaignCheck.objects.get(pk=campaign.latest_check)) if campaign.latest_check else None
 
 
 @login_required
@@ -402,7 +424,7 @@ def start_attempt(request: HttpRequest, attempt_id: int) -> HttpResponse:
 
 def _start(request: HttpRequest, attempts: list[Attempt], campaign_id: int) -> HttpResponse:
     try:
-        queued = do_start_attempts(request.user, attempts)
+        queued = do_start_attempts(request.user, attempts, request.POST.get("priority", "0"))
     except ProtocolError as exc:
         messages.error(request, str(exc))
     else:

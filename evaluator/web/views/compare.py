@@ -59,10 +59,14 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 def _cell_rows(a: Campaign, b: Campaign) -> list[tuple[str, list]]:
     """Each task's cells side by side (A's attempt, B's attempt or None, and both as a pair), for the pair links."""
-    by_key_b = {cell_key(c.task.name, c.seed, c.full_cell): c for c in campaign_cells(b, full_cell=True)}
+
+    def key(cell) -> tuple:
+        return cell_key(cell.task.name, cell.seed, (cell.full_cell or {}).get("dimensions"))
+
+    by_key_b = {key(c): c for c in campaign_cells(b, full_cell=True)}
     tasks: dict[str, list] = {}
     for cell in campaign_cells(a, full_cell=True):
-        other = by_key_b.get(cell_key(cell.task.name, cell.seed, cell.full_cell))
+        other = by_key_b.get(key(cell))
         tasks.setdefault(cell.task.name, []).append((cell, other, (cell, other)))
     return list(tasks.items())
 

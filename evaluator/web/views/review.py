@@ -80,6 +80,7 @@ def review(request: HttpRequest, attempt_id: int) -> HttpResponse:
     from_table = request.GET.get("in") == "attempts"
     ordered = search_attempts(request)[1] if from_table else campaign_order(attempt)
     artifacts = {a.kind: a for a in attempt.artifacts.exclude(kind__in=("message", "message_image", "message_sent"))}
+    _read_ahead(attempt)
     return render(
         request,
         "evaluator/review.html",
@@ -190,6 +191,19 @@ def _frame_index(attempt: Attempt) -> FrameIndex | None:
 def verify(request: HttpRequest, attempt_id: int) -> JsonResponse:
     """Every evidence file of the attempt against its recorded size and sha256."""
     return JsonResponse(verify_attempt(viewable_attempt(request, attempt_id), hashes=True).as_dict())
+
+
+def _read_ahead(attempt: Attempt) -> None:
+    """A finished episode's frames decoded in the background from the page's opening, where the reviewer starts
+    (its reset frame): the player's first steps and jumps then find them ready. Missing evidence is the page's
+    verification to report, not this."""
+    if attempt.status != Attempt.Status.FINISHED:
+        return
+    try:
+        stored = _stored_video(attempt.pk)
+        OPEN_VIDEOS.read_ahead(stored.path, stored.frames[0], stored.fps, stored.gop)
+    except (Http404, KeyError, OSError, av.FFmpegError):
+        return
 
 
 @login_required
