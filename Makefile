@@ -8,7 +8,7 @@ SAPIEN_VENV := .venv-sapien
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint venv venv-test setup system-run system-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer test-whole-matrix
+.PHONY: run test test-quick lint venv venv-test setup system-run system-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer test-whole-matrix
 
 # Serving needs only requirements.txt; the tests add pytest, Playwright, ruff and the torch extra.
 $(VENV)/.installed-run: requirements.txt
@@ -92,9 +92,14 @@ lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The 30 slowest tests are printed at the end and every test's time is kept in test-artifacts/junit.xml.
 test: system-test venv-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer lint
 	mkdir -p test-artifacts
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=30 --junitxml=test-artifacts/junit.xml
+
+# The tests of no group (tests/groups.py: no server, browser, simulator or episode): the inner loop.
+test-quick: venv-test
+	$(PY) -m pytest --quick
 
 # The whole 960-cell Visual Matching campaign over two Celery workers against the upstream double
 # (about 17 min on 2 cores; `make test` runs one family of it).

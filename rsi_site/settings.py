@@ -15,11 +15,15 @@ RSI_POLICY_HOSTS   the hosts network policies may be served from: names or name:
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluator.native.ahead import start_ahead_setting
+from evaluator.native.warm import idle_seconds, warm_benchmarks
+from evaluator.protocol.errors import ProtocolError
 from evaluator.protocol.numbers import whole_number
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -139,9 +143,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         # recursive_triggers: a REPLACE's implicit delete fires the immutability triggers (records/triggers.py).
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;",
     )
-    # Tests use a file too: an in-memory shared-cache database fails at once on table locks.
-    (BASE_DIR / ".rsi").mkdir(exist_ok=True)
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".rsi" / "test-db.sqlite3")}
+    # Tests use a file too (an in-memory shared-cache database fails at once on table locks), one per test run,
+    # named for its process: two runs in one checkout never share one (pytest-django adds xdist's worker name).
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"rsi-test-db-{os.getpid()}.sqlite3")}
 
 # Where started attempts run (evaluator/execution/executor.py): "embedded" (a thread pool in the web process)
 # or "celery" (workers on a Redis broker; the web process never runs episodes then).
@@ -152,6 +156,11 @@ if RSI_EXECUTOR not in ("embedded", "celery"):
 render_device = os.environ.get("RSI_RENDER_DEVICE", "").strip()
 if render_device and whole_number(render_device, most_digits=2) not in range(64):
     raise ImproperlyConfigured(f"RSI_RENDER_DEVICE must be a GPU's index (0 to 63), not {render_device[:40]!r}")
+# Warm native workers (evaluator/native/warm.py): which benchmarks' workers serve a next cell, and how long they wait.
+try:
+    warm_benchmarks(), idle_seconds(), start_ahead_setting()
+except ProtocolError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # Live pictures, events and interventions travel between workers and web processes through Redis.
 RSI_LIVE_REDIS_URL = os.environ.get("REDIS_URL", "")
 if RSI_EXECUTOR == "celery" and not RSI_LIVE_REDIS_URL:

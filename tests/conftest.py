@@ -15,7 +15,9 @@ from evaluator.protocol.identity import configure
 from evaluator.records.catalog_sync import sync_all_catalogs
 from evaluator.records.models import Attempt, Campaign, Policy, ProtocolIdentity, Task
 from tests.doubles.simple_checkout import build_checkout
-from tests.servers.cluster import cluster  # noqa: F401 (the scale-out tests' Celery deployment)
+from tests.groups import MARKERS, groups_of
+from tests.parts import PARTS, refuse_missing
+from tests.servers.cluster import cluster, postgres_url, run_redis, site_template  # noqa: F401 (the run's servers)
 from tests.simple_humanoid import TASKS, Forward
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +124,12 @@ def run_cell(catalogs, media_root):
 
 
 @pytest.fixture
+def finished(run_cell):
+    """A finished Fetch episode of the noop policy: 6 decisions, 30 steps, its video and frame index stored."""
+    return run_cell(policy="noop", budget_mode="decisions", max_policy_calls=6)
+
+
+@pytest.fixture
 def register_policy(db, monkeypatch):
     """Register a test policy class under a name, as the built-in programs are."""
     from evaluator.policies import builtin
@@ -168,15 +176,27 @@ def operator(client, catalogs):
     return client
 
 
-@pytest.fixture(scope="session")
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture: the parts the test names are here, or it is skipped (failed under CI=true)."""
+    for mark in item.iter_markers("needs"):
+        refuse_missing(mark.args)
+
+
+@pytest.fixture(scope="module")
 def browser():
     """Debian's chromium, driven by Playwright (which downloads no browser of its own)."""
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    refuse_missing(("playwright", "chromium"))
+    from playwright import sync_api as playwright_api
+
     from tests.servers.browser import CHROMIUM, CHROMIUM_ARGS
 
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Debian's chromium is missing: .ci/run installs it (apt-get install chromium)")
-    with playwright_api.sync_playwright() as p:
+    # Playwright's sync API keeps an event loop in this thread for as long as it runs, where Django refuses the ORM
+    # to the module's tests. Django's documentation names this setting for exactly that (the ORM still runs
+    # synchronously here); one browser per module keeps the setting from outliving the loop, so no later test, nor
+    # any process it starts (`check --deploy` refuses the setting), inherits it.
+    with playwright_api.sync_playwright() as p, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
@@ -196,9 +216,8 @@ def no_csp_violations():
 def stock_server(tmp_path):
     """openpi's own serving protocol and codec in .venv-openpi (tests/servers/openpi_stock.py): start(profile,
     action_dim) gives its ws:// address and the log of what it received."""
+    refuse_missing(("openpi",))
     python = ROOT / ".venv-openpi" / "bin" / "python"
-    if not python.exists():
-        pytest.skip("make openpi-env builds .venv-openpi (make test does)")
     started = []
 
     def start(profile: str, action_dim: int):
@@ -235,6 +254,15 @@ def simpler_env_host(catalogs, monkeypatch):
 
     monkeypatch.setattr("evaluator.execution.launching.check_ready", lambda benchmark: None)
     ensure_builtin_policies()
+
+
+@pytest.fixture
+def double_upstream(tmp_path, monkeypatch, media_root):
+    """SimplerEnv's pinned upstream importable in the SAPIEN interpreter as its named double (tests/doubles)."""
+    from tests.doubles.simpler_site import double_upstream_env
+
+    for name, value in double_upstream_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture
@@ -288,3 +316,37 @@ def rsi(tmp_path_factory):
         )
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def no_warm_worker_left():
+    """A test that ran cells through the executor's slots leaves no warm worker behind (they would wait out their
+    idle time)."""
+    yield
+    from evaluator.native.warm import close_all
+
+    close_all()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true", help="only the tests of no group (tests/groups.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test marked with its groups (tests/groups.py); with --quick, the tests of a group are deselected. A part's
+    name is checked here: a misspelt one fails the run, never reads as absent."""
+    grouped = []
+    for item in items:
+        for mark in item.iter_markers("needs"):
+            unknown = [name for name in mark.args if name not in PARTS]
+            if unknown:
+                raise pytest.UsageError(f"{item.nodeid}: needs {unknown}, not parts of tests/parts.py: {sorted(PARTS)}")
+        groups = groups_of(item) | {mark.name for mark in item.iter_markers() if mark.name in MARKERS}
+        for group in groups:
+            item.add_marker(group)
+        if groups:
+            grouped.append(item)
+    if config.getoption("--quick") and grouped:
+        config.hook.pytest_deselected(items=grouped)
+        left_out = set(grouped)
+        items[:] = [item for item in items if item not in left_out]

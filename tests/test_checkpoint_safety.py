@@ -23,9 +23,7 @@ from tests.servers.checkpoints import make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = {"benchmark": "fetch", "tasks": ["push"], "sensors": "privileged-state"}
-pytestmark = pytest.mark.skipif(
-    not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
-)
+pytestmark = pytest.mark.needs("lerobot")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from evaluator.native.backends import worker_spec
 from evaluator.native.child_env import UPSTREAM_SETTINGS, child_environment
 from evaluator.native.client import NativeWorker
-from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
+from evaluator.policies.lerobot_checkpoint import LeRobotPolicy
 from evaluator.policies.model_hosts import model_host
 from evaluator.protocol.identity import configure
 from tests.servers.checkpoints import make_checkpoint
@@ -57,7 +57,7 @@ def test_a_running_native_worker_sees_none_of_the_servers_secrets(server_secrets
     assert seen["MS2_REAL2SIM_ASSET_DIR"] == "/data/real2sim" and "db_password" not in seen
 
 
-@pytest.mark.skipif(not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot")
+@pytest.mark.needs("lerobot")
 def test_a_running_policy_host_sees_none_of_the_servers_secrets(server_secrets, tmp_path):
     folder = make_checkpoint(tmp_path / "act")
     policy = LeRobotPolicy(str(folder), configure("fetch", sensors="privileged-state"))

@@ -19,9 +19,7 @@ from evaluator.protocol.full_matrix import load_matrix
 ROOT = Path(__file__).resolve().parents[1]
 SAPIEN_PYTHON = worker_spec("maniskill2").python
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(SAPIEN_PYTHON), reason="make sapien-env builds .venv-sapien (make test does)"
-)
+pytestmark = pytest.mark.needs("sapien")
 
 
 def test_a_drawer_cell_builds_on_the_real_maniskill2_with_the_options_it_shares():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root (CI runs as root)")
+pytestmark = pytest.mark.needs("root")
 
 EVALUATE = ["evaluate", "fetch", "--task", "reach", "--policy", "noop", "--seed", "0", "--json", "--no-progress"]
 LONG = ["--replan-interval", "1"]  # 50 calls, 50 steps

@@ -11,6 +11,7 @@ import msgpack
 import pytest
 
 from evaluator.protocol.actions import MAX_NESTING
+from tests.parts import require_module
 from tests.servers.policies import Body, ChatServer, HttpPolicyServer, OpenPiServer, always
 
 ACTION = "[0.0, 0.0, 0.0, 0.0]"
@@ -130,7 +131,7 @@ def test_an_openpi_reply_no_encoder_writes_is_the_policys_typed_error(run_spec, 
 # were sent and allocated": the evaluator refuses the reply as its websocket frame's header declares its length (the
 # module runs in a model host since issue 43), before the payload is read; here, the whole path.
 def test_a_torchscript_reply_declaring_more_than_the_cap_is_malformed_output(run_spec, tmp_path):
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
 
     class Huge(torch.nn.Module):
         def forward(self, image: torch.Tensor) -> torch.Tensor:

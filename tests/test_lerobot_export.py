@@ -110,7 +110,7 @@ def test_an_existing_folder_is_never_written_over(campaign, tmp_path):
         call_command("export-lerobot", str(campaign.pk), "--out", str(tmp_path / "dataset"))
 
 
-@pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="make lerobot-env builds .venv-lerobot (make test does)")
+@pytest.mark.needs("lerobot")
 def test_the_export_loads_back_with_lerobot_itself(campaign, tmp_path):
     out = _export(campaign, tmp_path)
     loaded = json.loads(

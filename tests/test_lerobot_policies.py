@@ -16,14 +16,11 @@ from pathlib import Path
 import pytest
 
 from evaluator.execution.launching import policy_record
-from evaluator.policies.lerobot_checkpoint import lerobot_python
 from evaluator.protocol.errors import ProtocolError
 from tests.servers.checkpoints import FETCH_STATE, make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
-    not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
-)
+pytestmark = pytest.mark.needs("lerobot")
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,13 @@ import numpy as np
 import pytest
 
 from evaluator.policies.base import EpisodeStart, MailboxMessage, PolicyFailure
-from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
+from evaluator.policies.lerobot_checkpoint import LeRobotPolicy
 from evaluator.policies.model_hosts import stop_hosts
 from evaluator.protocol.identity import configure
 from evaluator.protocol.registry import action_contract
 from tests.servers.checkpoints import make_checkpoint
 
-pytestmark = pytest.mark.skipif(
-    not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
-)
+pytestmark = pytest.mark.needs("lerobot")
 CONFIG = configure("fetch", sensors="privileged-state")
 
 

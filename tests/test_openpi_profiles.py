@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-openpi" / "bin" / "python"
-pytestmark = pytest.mark.skipif(not PYTHON.exists(), reason="make openpi-env builds .venv-openpi (make test does)")
+pytestmark = pytest.mark.needs("openpi")
 
 
 def _seen(log: Path) -> list[dict]:

@@ -15,6 +15,7 @@ from evaluator.policies.calls import MAX_REPLY_BYTES
 from evaluator.policies.chat import parse_action_json
 from evaluator.protocol.actions import MAX_CHUNK_ACTIONS
 from evaluator.protocol.errors import ProtocolError
+from tests.parts import require_module
 from tests.servers.policies import (
     ChatServer,
     Completion,
@@ -214,7 +215,7 @@ def test_a_file_that_is_no_torchscript_module_is_refused_at_launch_without_loadi
     run_spec, tmp_path, content, reason
 ):
     # Issue 43, item 2: "Launch, preview and the policy check load no model: they check the folder ... as today."
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
     path = tmp_path / "model.pt"
     if content == b"pickle":
         torch.save(torch.nn.Linear(2, 2).state_dict(), str(path))
@@ -227,7 +228,7 @@ def test_a_file_that_is_no_torchscript_module_is_refused_at_launch_without_loadi
 
 
 def test_a_torchscript_module_on_a_missing_cuda_device_ends_its_attempt_as_a_setup_error(run_spec, tmp_path):
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     path = tmp_path / "zeros.pt"

@@ -10,6 +10,7 @@ import pytest
 
 from evaluator.execution.launching import policy_for
 from evaluator.records.models import Decision, Policy
+from tests.parts import require_module
 from tests.servers.policies import (
     ChatServer,
     Close,
@@ -77,7 +78,7 @@ def test_an_openpi_server_runs_a_full_episode(run_spec, servers):
 
 def saved_zeros_module(folder: Path) -> Path:
     """A TorchScript module answering a chunk of zeros, saved under `folder`."""
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
 
     class Zeros(torch.nn.Module):
         def forward(self, image: torch.Tensor) -> torch.Tensor:
@@ -229,7 +230,7 @@ def test_the_torchscript_host_loads_the_very_bytes_it_hashes(tmp_path):
     import os
     import threading
 
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
     from evaluator.policies import torch_host
 
     class Doubles(torch.nn.Module):

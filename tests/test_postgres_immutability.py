@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.servers.postgres import postgres_server
+from tests.servers.postgres import create_database
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,9 +42,9 @@ for index, status in enumerate(["finished", "running"]):
 
 
 @pytest.fixture(scope="module")
-def server_url():
-    with postgres_server() as url:
-        yield url
+def server_url(postgres_url):
+    """A database of this module's own on the run's PostgreSQL."""
+    return create_database(postgres_url, "immutability")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from evaluator.execution.launching import policy_for
 from evaluator.records.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
+from tests.parts import require_module
 
 # 2. What a finished attempt points to cannot change.
 
@@ -85,7 +86,7 @@ def _module(torch, path, scale: float):
 
 
 def test_new_weights_in_the_same_file_are_a_new_policy(db, tmp_path):
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
     path = tmp_path / "policy.pt"
     _module(torch, path, 1.0)
     first = policy_for(f"torchscript:{path}")
@@ -97,7 +98,7 @@ def test_new_weights_in_the_same_file_are_a_new_policy(db, tmp_path):
 
 
 def test_a_cell_whose_module_changed_since_launch_refuses_to_run(catalogs, media_root, tmp_path):
-    torch = pytest.importorskip("torch", reason="the torch extra is installed by requirements-dev.txt")
+    torch = require_module("torch")
     from evaluator.execution.launching import do_launch_campaign
     from evaluator.protocol.identity import configure
     from evaluator.running.recorder import do_run_attempt

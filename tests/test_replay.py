@@ -263,9 +263,7 @@ def _follow(response) -> str:
     return " ".join(str(m) for m in get_messages(response.wsgi_request))
 
 
-@pytest.mark.skipif(
-    not Path(worker_spec("maniskill2").python).exists(), reason="make sapien-env builds .venv-sapien (make test does)"
-)
+@pytest.mark.needs("sapien")
 def test_a_maniskill2_attempt_on_lavapipe_replays_identical(run_cell):
     # "a ManiSkill2 attempt on lavapipe replays and the result is whatever is true (report it)": measured here,
     # SAPIEN 2.2.2 on Mesa lavapipe repeats itself bit for bit (as doctor --determinism also finds)

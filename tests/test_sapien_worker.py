@@ -11,13 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.native.backends import worker_spec
 from evaluator.policies.base import Policy, PolicyReply
 from tests.servers.processes import child_workers
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(worker_spec("maniskill2").python), reason="make sapien-env builds .venv-sapien (make test does)"
-)
+pytestmark = pytest.mark.needs("sapien")
 
 
 def _frames(attempt, media_root):

@@ -23,6 +23,7 @@ def _campaign(*args) -> dict:
     return json.loads(out.getvalue())
 
 
+@pytest.mark.native  # the command runs its campaigns' episodes in this process
 def test_a_better_policy_run_from_the_shell_against_a_baseline_stops_once_decided(catalogs, media_root):
     baseline = _campaign("--policy", "noop", "--run")
     assert {c["status"] for c in baseline["cells"]} == {"finished"} and "sequential" not in baseline

@@ -11,24 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.policies.lerobot_checkpoint import lerobot_python
 from tests.servers.checkpoints import make_checkpoint
 from tests.servers.cluster import Worker, cluster, manage, query, wait_finished  # noqa: F401 (a fixture)
-from tests.servers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
-    not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot (make test does)"
-)
+pytestmark = pytest.mark.needs("lerobot")
 
 
 @pytest.fixture
 def served(tmp_path, cluster):  # noqa: F811
     """`manage.py serve-policy lerobot:ACT` on loopback, outside the workers (as on a GPU machine of its own)."""
     folder = make_checkpoint(tmp_path / "act")
-    port = free_port()
     command = [
-        sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", str(port),
+        sys.executable, "manage.py", "serve-policy", f"lerobot:{folder}", "--port", "0",
         "--max-batch", "4", "--max-wait-ms", "500",
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cluster[1])

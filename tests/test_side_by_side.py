@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from evaluator.execution.capacity import EPISODE_MEMORY, default_workers, executor_workers
 from evaluator.native.backends import worker_spec
 from evaluator.native.client import NativeWorker
-from evaluator.policies.lerobot_checkpoint import LeRobotPolicy, lerobot_python
+from evaluator.policies.lerobot_checkpoint import LeRobotPolicy
 from evaluator.policies.model_hosts import model_host
 from evaluator.protocol.identity import configure
 from tests.servers.browser import query
@@ -95,7 +95,7 @@ def test_settings_refuse_a_render_device_that_is_not_a_gpus_index():
     assert ran.returncode != 0 and "RSI_RENDER_DEVICE must be a GPU's index (0 to 63), not 'cuda:1'" in ran.stderr
 
 
-@pytest.mark.skipif(not Path(lerobot_python()).exists(), reason="make lerobot-env builds .venv-lerobot")
+@pytest.mark.needs("lerobot")
 def test_native_workers_render_on_their_device_while_a_model_host_keeps_its_own(monkeypatch, tmp_path):
     monkeypatch.setenv("RSI_RENDER_DEVICE", "1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

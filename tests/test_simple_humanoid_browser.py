@@ -16,19 +16,9 @@ from tests.servers.browser import VISIBLE_TASKS, logged_in, shot
 from tests.servers.site import daphne_site
 from tests.simple_humanoid import BEND_PICK
 
-pytestmark = pytest.mark.usefixtures("orm_beside_playwright", "no_csp_violations")
+pytestmark = pytest.mark.usefixtures("no_csp_violations")
 
 BODY_PARTS = ["legs: locomotion command", "torso", "arms", "hands"]
-
-
-@pytest.fixture(scope="module")
-def orm_beside_playwright():
-    """Playwright's sync API keeps an event loop in this thread, where Django then refuses the ORM; Django's
-    documentation names this setting for exactly that (the ORM still runs synchronously here). Module-wide,
-    so that it outlasts the database teardown."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,7 @@ print(json.dumps({"params": run.data.params, "tags": run.data.tags, "history": h
 """
 
 
+@pytest.mark.needs("tracking")
 def test_a_campaign_logged_to_a_real_mlflow_server_reads_back_through_mlflows_own_client(campaigns, tmp_path):
     base, token, client, (first, second, other) = campaigns
     with mlflow_server(tmp_path) as uri:
@@ -201,6 +202,7 @@ def flagged(campaigns):
         reloaded.stop()
 
 
+@pytest.mark.needs("tracking")
 def test_a_cancelled_campaign_is_logged_only_when_asked_for_and_then_flagged_as_a_changed_version_is(
     campaigns, flagged, tmp_path
 ):
@@ -280,6 +282,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.needs("tracking")
 def test_a_campaign_logged_to_wandb_offline_leaves_the_same_in_its_run_files(campaigns, tmp_path):
     base, token, client, (first, second, _) = campaigns
     env = {"CAMPAIGNS": json.dumps([first["id"], second["id"]]), "WANDB_SILENT": "true"}
@@ -337,6 +340,7 @@ print(json.dumps({"steps": steps, "params": run.data.params}))
 """
 
 
+@pytest.mark.needs("tracking")
 def test_the_readme_training_loop_works_as_written_and_docs_api_shows_the_same(campaigns, tmp_path):
     # Issue 44, done when: "README and docs/api.md show a training loop that evaluates every N steps, gates on the
     # paired verdict, and logs to MLflow, working as written".

@@ -1,6 +1,7 @@
-"""A Celery deployment on loopback for the scale-out tests: a throwaway PostgreSQL and Redis, the
-site's database set up by its management commands, Celery worker processes on the Fetch queue that
-log each attempt they run (the workers' own record: each cell exactly once)."""
+"""A Celery deployment on loopback for the scale-out tests: a database of its own on the test run's PostgreSQL (a copy
+of one set up once by the site's management commands) and a Redis database of its own on the run's Redis, Celery
+worker processes on the Fetch queue that log each attempt they run (the workers' own record: each cell exactly
+once)."""
 
 import json
 import os
@@ -12,25 +13,52 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.postgres import postgres_server
-from tests.servers.redis import redis_server
+from tests.servers.postgres import create_database, postgres_server
+from tests.servers.redis import RedisServer, redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LINE = re.compile(r"rsi\.run_attempt attempt=(\d+) runner=")
 
 
+@pytest.fixture(scope="session")
+def postgres_url():
+    """One PostgreSQL server for the test run; each module that needs one makes a database of its own on it."""
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def run_redis():
+    """One Redis server for the test run; each module that needs one takes a numbered database of its own."""
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def site_template(postgres_url, tmp_path_factory) -> str:
+    """A database set up as the README says (migrate, load_catalogs), once: each deployment gets a copy."""
+    url = create_database(postgres_url, "site_template")
+    env = celery_site_env(tmp_path_factory.mktemp("template"), url, "redis://127.0.0.1:1/0")
+    manage(env, "migrate", "--noinput")
+    manage(env, "load_catalogs")
+    return "site_template"
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, postgres_url, run_redis: RedisServer, site_template):
     """(tmp folder, environment, Redis server) of a Celery deployment; the Redis server can be restarted."""
     tmp = tmp_path_factory.mktemp("scale-out")
-    with postgres_server() as database_url, redis_server() as redis:
-        env = celery_site(tmp, database_url, redis.url, RSI_HEARTBEAT_S="1", RSI_HEARTBEAT_LIMIT_S="10")
-        yield tmp, env, redis
+    database_url = create_database(postgres_url, tmp.name.replace("-", "_"), template=site_template)
+    env = celery_site_env(
+        tmp, database_url, run_redis.fresh_database(), RSI_HEARTBEAT_S="1", RSI_HEARTBEAT_LIMIT_S="10"
+    )
+    manage(env, "probe-media")  # as the web process does at start-up: the workers check it
+    yield tmp, env, run_redis
 
 
-def celery_site(tmp: Path, database_url: str, redis_url: str, **extra: str) -> dict:
-    """The environment of every process of a Celery deployment, its database set up as the README says."""
-    env = {
+def celery_site_env(tmp: Path, database_url: str, redis_url: str, **extra: str) -> dict:
+    """The environment of every process of a Celery deployment."""
+    return {
         **os.environ,
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
@@ -40,10 +68,6 @@ def celery_site(tmp: Path, database_url: str, redis_url: str, **extra: str) -> d
         "DJANGO_SETTINGS_MODULE": "rsi_site.settings",
         **extra,
     }
-    manage(env, "migrate", "--noinput")
-    manage(env, "load_catalogs")
-    manage(env, "probe-media")  # as the web process does at start-up: the workers check it
-    return env
 
 
 def manage(env: dict, *args: str) -> str:

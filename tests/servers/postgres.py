@@ -1,15 +1,15 @@
 """A throwaway PostgreSQL server for tests of the scale-out path: initdb into a temporary
-directory, listen on a spare loopback port, trust authentication, removed afterwards."""
+directory, listening on a Unix socket there alone (no port to race for), trust authentication,
+removed afterwards."""
 
 import glob
 import os
 import shutil
 import subprocess
 import tempfile
+import urllib.parse
 from contextlib import contextmanager
 from pathlib import Path
-
-from tests.servers.processes import free_port
 
 
 def _bindir() -> Path:
@@ -34,18 +34,29 @@ def postgres_server():
             check=True,
             capture_output=True,
         )
-        port = free_port()
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-k {root} -c listen_addresses='' -c fsync=off"
         subprocess.run(
             [*as_postgres, bindir / "pg_ctl", "-D", data, "-o", options, "-l", root / "log", "-w", "start"],
             check=True,
             capture_output=True,
         )
         try:
-            yield f"postgres://rsi@127.0.0.1:{port}/postgres"
+            yield f"postgres://rsi@{urllib.parse.quote(str(root), safe='')}/postgres"  # the socket's folder
         finally:
             subprocess.run(
                 [*as_postgres, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
             )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(server_url: str, name: str, template: str = "template1") -> str:
+    """A new database on the server, a copy of `template`: its URL."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+        )
+    return f"{server_url.rsplit('/', 1)[0]}/{name}"

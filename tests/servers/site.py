@@ -1,19 +1,22 @@
 """The site as the README's run command serves it: daphne on a spare loopback port, over its own
 SQLite file and media folder, set up by the same management commands."""
 
+import atexit
 import http.cookiejar
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
-
-from tests.servers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,30 +26,40 @@ class DaphneServer:
 
     def __init__(self, tmp_path: Path, env: dict):
         self.tmp_path, self.env = tmp_path, env
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.port: int | None = None  # the port daphne took at its first start (port 0), kept for a restart
         self.process = None
 
+    @property
+    def base(self) -> str:
+        assert self.port is not None, "the server has not started"
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self) -> None:
-        log = (self.tmp_path / "daphne.log").open("ab")
-        daphne = str(Path(sys.executable).with_name("daphne"))
-        self.process = subprocess.Popen(
-            [daphne, "-b", "127.0.0.1", "-p", str(self.port), "rsi_site.asgi:application"],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
+        path = self.tmp_path / "daphne.log"
+        logged_before = path.stat().st_size if path.exists() else 0
+        with path.open("ab") as log:
+            daphne = str(Path(sys.executable).with_name("daphne"))
+            self.process = subprocess.Popen(
+                [daphne, "-b", "127.0.0.1", "-p", str(self.port or 0), "rsi_site.asgi:application"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 30
         while True:
+            if self.port is None:  # daphne says which port it took
+                found = re.search(rb"Listening on TCP address 127\.0\.0\.1:(\d+)", path.read_bytes()[logged_before:])
+                self.port = int(found.group(1)) if found else None
             try:
-                urllib.request.urlopen(self.base + "/accounts/login/", timeout=5)
-                return
+                if self.port is not None:
+                    urllib.request.urlopen(self.base + "/accounts/login/", timeout=5)
+                    return
             except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(self.log()) from None
-                time.sleep(0.2)
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError(self.log())
+            time.sleep(0.2)
 
     def log(self) -> str:
         return (self.tmp_path / "daphne.log").read_text(errors="replace")
@@ -81,11 +94,50 @@ def manage(env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 def set_up_site(env: dict, users: dict[str, list[str]] | None = None) -> None:
-    """What `make run` does before serving: migrate, load the catalogs; plus the test's users."""
+    """What `make run` does before serving (migrate, load the catalogs), plus the test's users (`rsi_user`). A SQLite
+    site gets a copy of a database set up so once per test run and set of users (`make run`'s commands run there,
+    in a folder of this run's own); any other database is set up by the commands themselves."""
+    database = env["DATABASE_URL"]
+    if not database.startswith("sqlite:///"):
+        _set_up(env, users)
+        return
+    _copy_database(_template(env, users), Path(database.removeprefix("sqlite:///")))
+
+
+_TEMPLATES: dict[tuple, Path] = {}
+_TEMPLATE_LOCK = threading.Lock()
+
+
+def _set_up(env: dict, users: dict[str, list[str]] | None) -> None:
     manage(env, "migrate", "--noinput")
     manage(env, "load_catalogs")
-    for name, roles in (users or {}).items():
-        manage(env, "rsi_user", name, "--password", name * 2, *[arg for role in roles for arg in ("--role", role)])
+    if users:  # one process for all of them
+        calls = "".join(
+            f"call_command('rsi_user', {name!r}, '--password', {name * 2!r}, "
+            f"{''.join(f'{arg!r}, ' for role in roles for arg in ('--role', role))})\n"
+            for name, roles in users.items()
+        )
+        manage(env, "shell", "--no-imports", "-c", f"from django.core.management import call_command\n{calls}")
+
+
+def _template(env: dict, users: dict[str, list[str]] | None) -> Path:
+    """The run's template database for `users`: a site's database as the set-up leaves it."""
+    key = tuple(sorted((name, tuple(roles)) for name, roles in (users or {}).items()))
+    with _TEMPLATE_LOCK:
+        if key not in _TEMPLATES:
+            folder = Path(tempfile.mkdtemp(prefix="rsi-site-template-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _set_up(site_env(folder), users)
+            _TEMPLATES[key] = folder / "db.sqlite3"
+        return _TEMPLATES[key]
+
+
+def _copy_database(template: Path, path: Path) -> None:
+    """A consistent copy through SQLite's backup API, owner-only as the site makes its database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
 
 
 @contextmanager
