@@ -92,14 +92,20 @@ lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Test processes side by side (pytest-xdist): most tests wait on processes they started, so more than the cores
+# pay; a module stays on one process (its module-scoped servers are started once). docs/testing.md says what each
+# count gave. TEST_PROCESSES=0 runs the suite in this one process.
+TEST_PROCESSES ?= 2
+XDIST = $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES) --dist loadscope)
+
 # The 30 slowest tests are printed at the end and every test's time is kept in test-artifacts/junit.xml.
 test: system-test venv-test sapien-env openpi-env lerobot-env tracking-env vulkan-layer lint
 	mkdir -p test-artifacts
-	$(PY) -m pytest --durations=30 --junitxml=test-artifacts/junit.xml
+	$(PY) -m pytest $(XDIST) --durations=30 --junitxml=test-artifacts/junit.xml
 
 # The tests of no group (tests/groups.py: no server, browser, simulator or episode): the inner loop.
 test-quick: venv-test
-	$(PY) -m pytest --quick
+	$(PY) -m pytest $(XDIST) --quick
 
 # The whole 960-cell Visual Matching campaign over two Celery workers against the upstream double
 # (about 17 min on 2 cores; `make test` runs one family of it).
