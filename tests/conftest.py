@@ -1,6 +1,7 @@
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +28,11 @@ os.environ.setdefault("RSI_RECOVER_AT_STARTUP", "0")
 # A test's transaction holds SQLite's write lock, which a heartbeat thread would wait on: heartbeats
 # are tested where attempts run in processes of their own (tests/test_scale_out.py).
 os.environ.setdefault("RSI_HEARTBEAT_S", "3600")
+# A run started in the background by a shell without job control ignores SIGINT, and every server it starts inherits
+# that: Twisted then installs no Ctrl-C handler, and daphne would outlive the SIGINT that tests/test_interruption.py
+# sends it. The tests' processes take Ctrl-C as a terminal's would.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # The doubles' modes reach the workers the way an operator's own settings would (evaluator/native/child_env.py).
 os.environ.setdefault("RSI_CHILD_ENV_PASS", "DOUBLE_*,SIMPLE_DOUBLE_*")
 

@@ -100,7 +100,10 @@ def test_a_signal_to_the_server_closes_its_running_attempt_and_starts_no_other(t
         _wait(lambda: _decisions(db) >= 3, 120, "the first attempt's third decision")
         started = time.monotonic()
         server.process.send_signal(signum)
-        server.process.wait(timeout=60)
+        try:
+            server.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"daphne still ran 60 s after {signal.Signals(signum).name}; its log:\n{server.log()[-6000:]}")
         assert time.monotonic() - started < 30  # within the grace period (RSI_SHUTDOWN_GRACE_S, 30 s)
     finally:
         server.stop()
