@@ -3,6 +3,7 @@ campaign, documented); a sequential campaign's pairs keep their order." and its 
 together share the slots: the second campaign's first cell starts within about one cell's time of its start, never
 after the first campaign ends." """
 
+import threading
 import time
 
 import pytest
@@ -95,7 +96,7 @@ def wait_finished(attempts, timeout_s: float = 300) -> list[Attempt]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_campaigns_started_together_interleave_their_cells_on_the_executor(catalogs, media_root):
+def test_two_campaigns_started_together_interleave_their_cells_on_the_executor(catalogs, media_root, monkeypatch):
     ensure_builtin_policies()
     config = configure("fetch", budget_mode="decisions", max_policy_calls=2, replan_interval=1)
 
@@ -109,9 +110,14 @@ def test_two_campaigns_started_together_interleave_their_cells_on_the_executor(c
             config=config,
         )
 
+    # The slots' first cells wait until both campaigns are started: "started together" is then what the pool sees,
+    # however long starting the second takes beside a finishing first cell on a loaded machine.
+    both_started, run = threading.Event(), executor.run
+    monkeypatch.setattr(executor, "run", lambda attempt_id: both_started.wait(60) and run(attempt_id))
     first, second = launch(), launch()
     do_start_attempts(None, list(first.attempts.all()))
     do_start_attempts(None, list(second.attempts.all()))
+    both_started.set()
     finished = wait_finished([*first.attempts.all(), *second.attempts.all()])
     starts = sorted(finished, key=lambda a: a.started_at)
     order = [a.campaign_id for a in starts]
