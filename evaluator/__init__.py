@@ -11,6 +11,8 @@
     protocol                    the rules, plain Python
 
 A lower layer that must call up is handed a function or a registry entry; no module imports another's
-`_private` name. Django finds apps.py, migrations/, management/commands/ and templatetags/ where it
+`_private` name. Of environment/, the app imports one module, the seam both sides share:
+environment/workers/wire.py (the frames a worker or model host speaks, and what both sides compute alike); the
+protocol core imports none of it. Django finds apps.py, migrations/, management/commands/ and templatetags/ where it
 expects them; the models are records.models (apps.py tells Django).
 """

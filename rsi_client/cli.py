@@ -247,113 +247,139 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--poll", type=float, default=5.0, help="seconds between polls (default 5)")
         command.add_argument("--json", action="store_true", help="print the campaign as JSON")
 
-    go = commands.add_parser("launch", help="create a campaign, start it and (--wait) wait for its numbers")
-    go.add_argument("--benchmark", help="required unless --against")
-    go.add_argument("--policy", required=True, help="a registered name or a spec (openpi+ws://HOST:PORT, ...)")
-    go.add_argument("--tasks", default="all", help="all, or task names separated by commas (default all)")
-    go.add_argument("--seed", type=int, default=0, help="the first reset seed (default 0)")
-    go.add_argument("--repeats", type=int, default=1, help="consecutive seeds per task (default 1)")
-    go.add_argument("--seeds", help="these seeds, separated by commas, instead of --seed and --repeats")
-    go.add_argument("--name", default="")
-    go.add_argument("--sensors", default="")
-    go.add_argument("--budget-mode", default="", help="horizon or decisions")
-    go.add_argument("--max-policy-calls", type=int)
-    go.add_argument("--replan-interval", type=int)
-    go.add_argument("--horizon-multiplier", type=int)
-    go.add_argument("--runner-step-cap", type=int)
-    go.add_argument("--task-scope", default="")
-    go.add_argument("--interaction-mode", default="")
-    go.add_argument("--full", default="", help="SimplerEnv: visual_matching or variant_aggregation")
-    go.add_argument("--feedback", action="store_true", help="the action-rejection feedback track")
-    go.add_argument("--no-start", action="store_true", help="create the cells without starting them")
-    go.add_argument("--preview", action="store_true", help="print what would be created; create nothing")
-    go.add_argument("--wait", action="store_true", help="wait until every cell has finished; print the aggregates")
-    go.add_argument(
-        "--against", type=int, help="a finished campaign: run its cells and settings sequentially, stop once decided"
+    launch_command = commands.add_parser("launch", help="create a campaign, start it and (--wait) wait for its numbers")
+    launch_command.add_argument("--benchmark", help="required unless --against")
+    launch_command.add_argument(
+        "--policy", required=True, help="a registered name or a spec (openpi+ws://HOST:PORT, ...)"
     )
-    go.add_argument(
+    launch_command.add_argument("--tasks", default="all", help="all, or task names separated by commas (default all)")
+    launch_command.add_argument("--seed", type=int, default=0, help="the first reset seed (default 0)")
+    launch_command.add_argument("--repeats", type=int, default=1, help="consecutive seeds per task (default 1)")
+    launch_command.add_argument("--seeds", help="these seeds, separated by commas, instead of --seed and --repeats")
+    launch_command.add_argument("--name", default="")
+    launch_command.add_argument("--sensors", default="")
+    launch_command.add_argument("--budget-mode", default="", help="horizon or decisions")
+    launch_command.add_argument("--max-policy-calls", type=int)
+    launch_command.add_argument("--replan-interval", type=int)
+    launch_command.add_argument("--horizon-multiplier", type=int)
+    launch_command.add_argument("--runner-step-cap", type=int)
+    launch_command.add_argument("--task-scope", default="")
+    launch_command.add_argument("--interaction-mode", default="")
+    launch_command.add_argument("--full", default="", help="SimplerEnv: visual_matching or variant_aggregation")
+    launch_command.add_argument("--feedback", action="store_true", help="the action-rejection feedback track")
+    launch_command.add_argument("--no-start", action="store_true", help="create the cells without starting them")
+    launch_command.add_argument("--preview", action="store_true", help="print what would be created; create nothing")
+    launch_command.add_argument(
+        "--wait", action="store_true", help="wait until every cell has finished; print the aggregates"
+    )
+    launch_command.add_argument(
+        "--against",
+        type=int,
+        help="a finished campaign: run its cells and settings sequentially, stop once decided",
+    )
+    launch_command.add_argument(
         "--label",
         action="append",
         default=[],
         metavar="NAME=VALUE",
         help="a label frozen with the plan (repeatable): run=abc, step=5000, commit=1a2b3c; a name alone is a tag",
     )
-    go.add_argument("--level", type=float, help="with --against: the test's level (default 0.05)")
-    go.add_argument("--margin", type=float, help="with --against: the margin of no difference (default 0.05)")
-    waiting(go)
-    go.set_defaults(run=launch)
+    launch_command.add_argument("--level", type=float, help="with --against: the test's level (default 0.05)")
+    launch_command.add_argument(
+        "--margin", type=float, help="with --against: the margin of no difference (default 0.05)"
+    )
+    waiting(launch_command)
+    launch_command.set_defaults(run=launch)
 
-    show = commands.add_parser("status", help="a campaign's progress and aggregates")
-    show.add_argument("campaign", type=int)
-    show.add_argument("--json", action="store_true")
-    show.set_defaults(run=status)
+    status_command = commands.add_parser("status", help="a campaign's progress and aggregates")
+    status_command.add_argument("campaign", type=int)
+    status_command.add_argument("--json", action="store_true")
+    status_command.set_defaults(run=status)
 
-    hold = commands.add_parser("wait", help="wait for campaigns to finish (rsi wait 12 13 14); print their aggregates")
-    hold.add_argument("campaigns", type=int, nargs="+", metavar="campaign")
-    waiting(hold)
-    hold.set_defaults(run=lambda client, args: _wait(client, args.campaigns, args))
+    wait_command = commands.add_parser(
+        "wait", help="wait for campaigns to finish (rsi wait 12 13 14); print their aggregates"
+    )
+    wait_command.add_argument("campaigns", type=int, nargs="+", metavar="campaign")
+    waiting(wait_command)
+    wait_command.set_defaults(run=lambda client, args: _wait(client, args.campaigns, args))
 
-    stop = commands.add_parser("cancel", help="leave a campaign's cells not yet started not run; stop running ones")
-    stop.add_argument("campaign", type=int)
-    stop.add_argument("--json", action="store_true")
-    stop.set_defaults(run=cancel)
+    cancel_command = commands.add_parser(
+        "cancel", help="leave a campaign's cells not yet started not run; stop running ones"
+    )
+    cancel_command.add_argument("campaign", type=int)
+    cancel_command.add_argument("--json", action="store_true")
+    cancel_command.set_defaults(run=cancel)
 
-    listing = commands.add_parser("campaigns", help="campaigns, newest first, by label, benchmark or policy")
-    listing.add_argument("--label", action="append", default=[], metavar="NAME[=VALUE]", help="repeatable")
-    listing.add_argument("--benchmark", default="")
-    listing.add_argument("--policy", default="")
-    listing.add_argument("--json", action="store_true")
-    listing.set_defaults(run=campaigns)
+    campaigns_command = commands.add_parser("campaigns", help="campaigns, newest first, by label, benchmark or policy")
+    campaigns_command.add_argument("--label", action="append", default=[], metavar="NAME[=VALUE]", help="repeatable")
+    campaigns_command.add_argument("--benchmark", default="")
+    campaigns_command.add_argument("--policy", default="")
+    campaigns_command.add_argument("--json", action="store_true")
+    campaigns_command.set_defaults(run=campaigns)
 
-    drawn = commands.add_parser("curve", help="a learning curve: campaigns sharing labels, along another label")
-    drawn.add_argument("--label", action="append", required=True, metavar="NAME[=VALUE]", help="e.g. run=abc")
-    drawn.add_argument("--x", default="step", help="the label to draw along (default step)")
-    drawn.add_argument("--protocol", default="", help="the identity, when the labels find several")
-    drawn.add_argument("--level", type=float, help="of the paired verdicts (default 0.05)")
-    drawn.add_argument("--margin", type=float, help="of the paired verdicts (default 0.05)")
-    drawn.add_argument("--json", action="store_true")
-    drawn.set_defaults(run=curve)
+    curve_command = commands.add_parser("curve", help="a learning curve: campaigns sharing labels, along another label")
+    curve_command.add_argument("--label", action="append", required=True, metavar="NAME[=VALUE]", help="e.g. run=abc")
+    curve_command.add_argument("--x", default="step", help="the label to draw along (default step)")
+    curve_command.add_argument("--protocol", default="", help="the identity, when the labels find several")
+    curve_command.add_argument("--level", type=float, help="of the paired verdicts (default 0.05)")
+    curve_command.add_argument("--margin", type=float, help="of the paired verdicts (default 0.05)")
+    curve_command.add_argument("--json", action="store_true")
+    curve_command.set_defaults(run=curve)
 
-    check = commands.add_parser("check-policy", help="one call of a policy on a synthetic observation")
-    check.add_argument("--benchmark", required=True)
-    check.add_argument("--policy", required=True)
-    check.add_argument("--task", default="", help="whose frame size and instruction to send (default: the first)")
-    check.add_argument("--sensors", default="")
-    check.add_argument("--replan-interval", type=int)
-    check.add_argument("--json", action="store_true")
-    check.set_defaults(run=check_policy)
+    check_command = commands.add_parser("check-policy", help="one call of a policy on a synthetic observation")
+    check_command.add_argument("--benchmark", required=True)
+    check_command.add_argument("--policy", required=True)
+    check_command.add_argument(
+        "--task", default="", help="whose frame size and instruction to send (default: the first)"
+    )
+    check_command.add_argument("--sensors", default="")
+    check_command.add_argument("--replan-interval", type=int)
+    check_command.add_argument("--json", action="store_true")
+    check_command.set_defaults(run=check_policy)
 
-    board = commands.add_parser("leaderboard", help="the leaderboards, or one protocol identity's")
-    board.add_argument("protocol_id", nargs="?")
-    board.add_argument("--label", action="append", default=[], metavar="NAME[=VALUE]", help="only campaigns with it")
-    board.add_argument("--json", action="store_true")
-    board.set_defaults(run=leaderboard)
+    leaderboard_command = commands.add_parser("leaderboard", help="the leaderboards, or one protocol identity's")
+    leaderboard_command.add_argument("protocol_id", nargs="?")
+    leaderboard_command.add_argument(
+        "--label", action="append", default=[], metavar="NAME[=VALUE]", help="only campaigns with it"
+    )
+    leaderboard_command.add_argument("--json", action="store_true")
+    leaderboard_command.set_defaults(run=leaderboard)
 
-    versus = commands.add_parser("compare", help="campaign B against baseline A: paired statistics and a verdict")
-    versus.add_argument("a", type=int, help="the baseline campaign")
-    versus.add_argument("b", type=int, help="the candidate campaign")
-    versus.add_argument("--level", type=float, help="the test's level (default 0.05)")
-    versus.add_argument("--margin", type=float, help="differences under this count as none (default 0.05)")
-    versus.add_argument(
+    compare_command = commands.add_parser(
+        "compare", help="campaign B against baseline A: paired statistics and a verdict"
+    )
+    compare_command.add_argument("a", type=int, help="the baseline campaign")
+    compare_command.add_argument("b", type=int, help="the candidate campaign")
+    compare_command.add_argument("--level", type=float, help="the test's level (default 0.05)")
+    compare_command.add_argument("--margin", type=float, help="differences under this count as none (default 0.05)")
+    compare_command.add_argument(
         "--fail-on",
         type=_verdicts,
         default=set(),
         metavar="VERDICT[,VERDICT]",
         help=f"exit 1 when the verdict is one of these: {', '.join(VERDICTS)}",
     )
-    versus.add_argument("--json", action="store_true")
-    versus.set_defaults(run=compare)
+    compare_command.add_argument("--json", action="store_true")
+    compare_command.set_defaults(run=compare)
 
-    ahead = commands.add_parser("plan", help="the pairs a question needs: power of a paired design, before a launch")
-    against = ahead.add_mutually_exclusive_group(required=True)
+    plan_command = commands.add_parser(
+        "plan", help="the pairs a question needs: power of a paired design, before a launch"
+    )
+    against = plan_command.add_mutually_exclusive_group(required=True)
     against.add_argument("--baseline", type=int, help="a baseline campaign: its success rate and cells")
     against.add_argument("--rate", type=float, help="or a stated baseline success rate")
-    ahead.add_argument("--difference", type=float, required=True, help="to detect, B - A (e.g. 0.1; negative: worse)")
-    ahead.add_argument("--discordance", type=float, help="the share of pairs expected to differ (default: independent)")
-    ahead.add_argument("--level", type=float, help="the test's level (default 0.05)")
-    ahead.add_argument("--margin", type=float, help="of the sequential campaign's no-difference verdict (default 0.05)")
-    ahead.add_argument("--json", action="store_true")
-    ahead.set_defaults(run=plan)
+    plan_command.add_argument(
+        "--difference", type=float, required=True, help="to detect, B - A (e.g. 0.1; negative: worse)"
+    )
+    plan_command.add_argument(
+        "--discordance", type=float, help="the share of pairs expected to differ (default: independent)"
+    )
+    plan_command.add_argument("--level", type=float, help="the test's level (default 0.05)")
+    plan_command.add_argument(
+        "--margin", type=float, help="of the sequential campaign's no-difference verdict (default 0.05)"
+    )
+    plan_command.add_argument("--json", action="store_true")
+    plan_command.set_defaults(run=plan)
 
     commands.add_parser("whoami", help="the user the token acts as, and its roles").set_defaults(run=whoami)
     for command in commands.choices.values():

@@ -1,7 +1,7 @@
-"""DESIGN.md, "Which way imports go": "Layers import downward only: web → execution → running → records →
-protocol (live and readiness sit beside running; exports read records). A lower layer that must call up ... is
-handed a function or a registry entry. No circle between modules, no `_private` name imported across modules;
-a test keeps it so." This is that test. It reads every module of evaluator/ (migrations apart) with `ast`, and
+"""evaluator/__init__.py: "Layers import downward only (tests/test_layering.py keeps it so) ... A lower layer that
+must call up is handed a function or a registry entry; no module imports another's `_private` name. Of
+environment/, the app imports one module, the seam both sides share: environment/workers/wire.py ...; the protocol
+core imports none of it." This is that test. It reads every module of evaluator/ (migrations apart) with `ast`, and
 counts an import inside a function as much as one at the top: a lazy import is still a dependency."""
 
 import ast
@@ -80,6 +80,28 @@ def upward_imports(sources: dict[str, str]) -> list[str]:
     return sorted(set(wrong))
 
 
+SEAM = "environment.workers.wire"
+
+
+def environment_imports(sources: dict[str, str]) -> list[str]:
+    """Every import of environment/ by the app but the seam's, and any by the protocol core, at any depth."""
+    wrong = []
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] != "environment":
+                    continue
+                if layer_of(name) == "protocol" or not (target == SEAM or target.startswith(SEAM + ".")):
+                    wrong.append(f"{name} imports {target}")
+    return sorted(set(wrong))
+
+
 def import_circles(sources: dict[str, str]) -> list[list[str]]:
     """The strongly connected components of the module graph with more than one module (Tarjan's algorithm)."""
     modules = set(sources)
@@ -150,6 +172,22 @@ def test_no_modules_import_each_other_in_a_circle():
 
 def test_no_module_imports_another_modules_private_name():
     assert private_imports(read_sources()) == []
+
+
+def test_the_app_imports_nothing_of_environment_but_its_wire_module():
+    assert environment_imports(read_sources()) == []
+
+
+def test_an_import_of_environment_past_the_seam_is_reported_wherever_it_is():
+    sources = read_sources()
+    sources["evaluator.policies.openpi"] += "\n\ndef f():\n    from environment.workers import fetch_worker\n"
+    sources["evaluator.native.client"] += "\nimport environment.workers.sapien_worker\n"
+    sources["evaluator.protocol.scoring"] += "\nfrom environment.workers.wire import jsonable\n"
+    assert environment_imports(sources) == [
+        "evaluator.native.client imports environment.workers.sapien_worker",
+        "evaluator.policies.openpi imports environment.workers.fetch_worker",
+        "evaluator.protocol.scoring imports environment.workers.wire.jsonable",
+    ]
 
 
 def test_every_module_belongs_to_a_layer():

@@ -1,4 +1,4 @@
-"""DESIGN.md: "The protocol core imports nothing of Django, of the workers or of the policies"."""
+"""evaluator/protocol/__init__.py: "Nothing here imports Django, a native worker or a policy"."""
 
 import subprocess
 import sys

@@ -14,6 +14,7 @@ step is done, and none after a failed step, or after a terminating one when the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -21,6 +22,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -262,3 +264,14 @@ def serve_worker(worker) -> None:
     of its step handler)."""
     handlers = {op: getattr(worker, op) for op in WORKER_OPS}
     serve({**handlers, "steps": chunk_steps(worker.step)}, WORKER_DEFAULT_ERRORS)
+
+
+def folder_sha256(folder: Path) -> str:
+    """sha256 over a folder's files in name order: each relative name, a NUL, the sha256 of its bytes, a newline.
+    Any file added, removed, renamed or edited changes it. A model host (in its own interpreter) and the evaluator
+    compute it alike."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{file_hash}\n".encode())
+    return digest.hexdigest()

@@ -1,10 +1,10 @@
 """Lossless PNG of an RGB frame, fast: the frames the policy sees, the evidence keeps and reviewers step
-through are all PNGs, and Pillow's encoder spends about 12 ms on a 480x640 render on these CPUs.
+through are all PNGs, and Pillow's encoder is slow on a 480x640 render (bench/policy_overhead.py measures it).
 
 The PNG is the plainest one the format allows (8-bit RGB, no interlace, one IDAT chunk); every row uses
 filter 2 ("up": the byte difference with the row above, computed by numpy), and the stream is deflated by
-ISA-L (python-isal, zlib-compatible output) at level 1: about 1 ms and the size of Pillow's level 1
-(bench/dashboard_load.py, bench/policy_overhead.py). Any PNG decoder reads it back bit-exact.
+ISA-L (python-isal, zlib-compatible output) at level 1: a fraction of Pillow's time for the size of Pillow's level 1
+(bench/dashboard_load.py, bench/policy_overhead.py measure both). Any PNG decoder reads it back bit-exact.
 
 `png_ahead` starts that encoding on a background thread, so that an episode can have the next policy
 call's PNG made while it records the decision before the call (both the evidence and the PNG transports

@@ -107,6 +107,10 @@ class PolicySetupFailure(ProtocolError):
 
 
 class Policy(ABC):
+    # The request bodies of the call under way, in order, once a transport has sent one (record_sent). A class
+    # default of None, not a list: a list here would be one list shared by every policy.
+    sent_requests: list[SentRequest] | None = None
+
     def check_tasks(self, tasks: list) -> None:
         """At launch, with the plan's tasks (catalog TaskSpecs): what the policy needs of each, or a ProtocolError
         (a LaunchRefused holding each problem). No server is contacted, nothing is loaded."""
@@ -129,8 +133,11 @@ class Policy(ABC):
         """A transport keeps each request body it sends (bytes, or the buffers it sends in order), for the
         evidence (written after the call)."""
         parts = tuple(body) if isinstance(body, list) else (body,)
-        self.__dict__.setdefault("_sent", []).append(SentRequest(media_type, parts))
+        if self.sent_requests is None:
+            self.sent_requests = []
+        self.sent_requests.append(SentRequest(media_type, parts))
 
     def take_sent(self) -> list[SentRequest]:
         """What the last call sent, in order; empty for in-process programs, which get the message itself."""
-        return self.__dict__.pop("_sent", [])
+        sent, self.sent_requests = self.sent_requests or [], None
+        return sent

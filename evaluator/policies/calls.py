@@ -4,7 +4,7 @@ size of a reply.
 A socket timeout bounds each read, so a server that trickles one byte every few seconds would never
 time out; here a watchdog shuts the call's socket down when the call's deadline passes, whatever the
 call is doing (connecting, sending, waiting, reading). One watchdog thread serves every call of the
-process: a thread started per call cost about 0.2 ms of each call (bench/policy_overhead.py). A reply
+process: a thread started per call cost each call more (bench/policy_overhead.py measures the calls). A reply
 larger than MAX_REPLY_BYTES is malformed output: it is not read past the cap (docs/policies.md, "Limits").
 """
 

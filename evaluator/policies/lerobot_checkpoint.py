@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from environment.workers.checksums import folder_sha256
+from environment.workers.wire import folder_sha256
 from evaluator.policies.base import MailboxMessage, PolicyReply, PolicySetupFailure, Usage
 from evaluator.policies.checkpoint_files import (
     LEROBOT_PROCESSOR_STEPS,

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "environment" / "workers"))
-from checksums import folder_sha256
+from wire import folder_sha256
 
 PROCESSORS = ("policy_preprocessor.json", "policy_postprocessor.json")
 

@@ -92,9 +92,9 @@ class VideoWriter:
     macroblock-tree rate control and more than double the size).
 
     x264's "veryfast" preset at CRF 18, with diamond motion search at subpixel level 1 and one x264
-    thread, fed YUV 4:2:0 converted by OpenCV (0.4 ms a frame where swscale takes 2.8-3.5): 0.61-0.69 of
-    the CPU of plain veryfast fed RGB with x264's own threads, for files 4-11% larger
-    (bench/video_encoder.py). The CPU matters more than the latency: the encoder shares the cores with
+    thread, fed YUV 4:2:0 converted by OpenCV (faster than swscale): less CPU than plain veryfast fed RGB
+    with x264's own threads, for slightly larger files (bench/video_encoder.py measures both;
+    docs/measurements.md keeps its figures). The CPU matters more than the latency: the encoder shares the cores with
     the simulator's renderer. A thread of its own encodes while the worker computes the next step
     (bench/episode_overhead.py). At most QUEUED frames wait for it; a failure there is raised by the
     next `add` or by `close`. `finish_video` turns the stream into video.mp4 (faststart) with exactly
@@ -149,7 +149,7 @@ class VideoWriter:
             self.codec.pix_fmt = "yuv420p"
             self.codec.time_base = 1 / self.fps
             self.codec.framerate = self.fps
-            self.codec.thread_count = 1  # x264's threads cost 1.2 ms of CPU a frame in synchronisation
+            self.codec.thread_count = 1  # x264's own threads cost CPU in synchronisation (bench/video_encoder.py)
             self.codec.options = {
                 "x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0:bframes=0:rc-lookahead=1:"
                 "sync-lookahead=0:me=dia:subme=1",
