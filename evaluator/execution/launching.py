@@ -31,6 +31,7 @@ from evaluator.policies.specs import (
     parse_policy_spec,
     under_model_root,
 )
+from evaluator.policies.transports import spec_examples
 from evaluator.protocol.budgets import resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import InvalidCombination, LaunchRefused, ProtocolError
@@ -433,7 +434,7 @@ def policy_record(name_or_spec: str) -> Policy:
         if existing is None:
             raise InvalidPolicySpec(
                 f"unknown policy {name_or_spec[:100]!r}: neither a registered name nor a spec string "
-                "(builtin:, http://, openpi+ws://, torchscript:, lerobot:, openai+http://)"
+                f"({spec_examples()})"
             )
         return existing
     _, _, declared = parse_policy_spec(name_or_spec)

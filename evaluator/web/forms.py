@@ -17,6 +17,7 @@ from evaluator.execution.launching import (
     policy_record,
 )
 from evaluator.policies.specs import check_model_path, parse_policy_spec, under_model_root
+from evaluator.policies.transports import spec_examples
 from evaluator.protocol.budgets import full_chunk_calls, resolve_budget
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import LaunchRefused, ProtocolError
@@ -80,8 +81,7 @@ class LaunchForm(forms.Form):
     policy = forms.CharField(
         max_length=500,
         widget=forms.TextInput(attrs={"placeholder": "a registered name, or http://HOST:PORT/act", "size": 40}),
-        help_text="A registered name, or a spec: http://HOST:PORT/act, openpi+ws://HOST:PORT, torchscript:PATH, "
-        "lerobot:PATH, openai+http://HOST:PORT/v1?model=NAME",
+        help_text=f"A registered name, or a spec: {spec_examples()}",
     )
     sensors = forms.ChoiceField(required=False, help_text="the chosen benchmark's sensor tracks; empty = its default")
     interaction_mode = forms.ChoiceField(choices=BLANK + [(m, m) for m in INTERACTION_MODES], required=False)

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 from evaluator.execution.launching import do_launch_campaign, ensure_builtin_policies
 from evaluator.management.database import DatabaseCommand
 from evaluator.management.protocol_options import add_protocol_arguments, config_from_options
+from evaluator.policies.transports import spec_examples
 from evaluator.protocol.catalogs import load_catalog
 from evaluator.protocol.errors import ProtocolError
 from evaluator.records.catalog_sync import sync_catalog
@@ -48,8 +49,7 @@ class Command(DatabaseCommand):
         parser.add_argument(
             "--policy",
             required=True,
-            help="a registered policy name (noop, stop, fetch-oracle, ...) or a spec string: http://HOST:PORT/act, "
-            "openpi+ws://HOST:PORT, torchscript:PATH, openai+http://HOST:PORT/v1?model=NAME",
+            help=f"a registered policy name (noop, stop, fetch-oracle, ...) or a spec string: {spec_examples()}",
         )
         parser.add_argument("--seed", type=int, required=True, help="reset seed in [0, 2**32)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
