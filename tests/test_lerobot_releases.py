@@ -16,6 +16,8 @@ from evaluator.policies.lerobot_releases import installed_releases
 from evaluator.protocol.errors import ProtocolError
 from tests.servers.checkpoints import make_checkpoint
 
+pytestmark = pytest.mark.needs("lerobot")
+
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = {"0.4.4": ROOT / ".venv-lerobot" / "bin" / "python", "0.6.1": ROOT / ".venv-lerobot-0.6" / "bin" / "python"}
 
