@@ -136,6 +136,24 @@ def finished(run_cell):
 
 
 @pytest.fixture
+def small_fetch_render(monkeypatch):
+    """This test's Fetch episodes run on tests/doubles/small_fetch_worker.py: the real worker rendering 160 x 120. For
+    tests whose subject is the records, the API, a page or the statistics (issue 55, point 4): real Fetch at 640 x 480
+    stays where rendering, timing, evidence bytes or the worker protocol is what a test checks."""
+    from evaluator.running import recorder
+
+    real_conditions = recorder.native_conditions
+
+    def small_render(attempt, evaluation_horizon):
+        spec, options = real_conditions(attempt, evaluation_horizon)
+        if spec.benchmark == "fetch":
+            spec = dataclasses.replace(spec, script=ROOT / "tests" / "doubles" / "small_fetch_worker.py")
+        return spec, options
+
+    monkeypatch.setattr(recorder, "native_conditions", small_render)
+
+
+@pytest.fixture
 def register_policy(db, monkeypatch):
     """Register a test policy class under a name, as the built-in programs are."""
     from evaluator.policies import builtin

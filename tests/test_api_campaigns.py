@@ -14,6 +14,9 @@ from evaluator.web.forms import LaunchForm
 from evaluator.web.views.campaigns import in_labels
 from tests.records import finish_cell
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 REFUSED_PLAN = {"benchmark": "fetch", "policy": "nope:thing", "tasks": ["reach", "fly"], "seed": -1}
 
 

@@ -9,6 +9,9 @@ from django.db import IntegrityError, transaction
 from evaluator.records import triggers
 from evaluator.records.models import Artifact, Attempt, Campaign, Decision, Intervention, Policy, RecordImmutable, Step
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 
 def _finish(attempt, **fields):
     """Finish an attempt as its run does: its manifest is recorded first."""

@@ -14,6 +14,9 @@ from evaluator.records.models import Attempt, Campaign, Decision, RecordImmutabl
 from evaluator.running.recorder import do_run_attempt
 from tests.servers.policies import HttpPolicyServer
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 PLAN = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach"], "seeds": [0, 1]}
 
 

@@ -14,6 +14,9 @@ from evaluator.records.models import Attempt
 from evaluator.web.views import review
 from tests.records import add_cells, finish_cell
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 
 @pytest.fixture
 def big(make_attempt):

@@ -19,6 +19,9 @@ from evaluator.records.queries import campaign_cells
 from tests.records import finish_cell
 from tests.simple_humanoid import BEND_PICK
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
 FETCH_TASKS = ["pick_and_place", "push", "reach", "slide"]

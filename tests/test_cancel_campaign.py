@@ -16,6 +16,9 @@ from evaluator.records.models import Attempt, Campaign, Intervention, RecordImmu
 from evaluator.records.models import Policy as PolicyRecord
 from evaluator.running.recorder import do_run_attempt
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 FAST = {"budget_mode": "decisions", "max_policy_calls": 6, "replan_interval": 1}
 
 

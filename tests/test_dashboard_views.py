@@ -16,6 +16,9 @@ from django.urls import reverse
 from evaluator.records.models import Attempt, Campaign, Policy
 from tests.records import add_cells
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 LAUNCH = {"benchmark": "fetch", "tasks": ["pick_and_place"], "seed": "3", "policy": "noop", "preview": "1"}
 
 

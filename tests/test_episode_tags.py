@@ -10,6 +10,9 @@ from django.core.exceptions import PermissionDenied
 from evaluator.records.models import Attempt, EpisodeTag, RecordImmutable
 from evaluator.records.tagging import DEFAULT_MODES, TagRefused, do_add_mode, do_remove_tag, do_tag, vocabulary
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 
 def user_with(name: str, role: str):
     user = get_user_model().objects.create_user(name)

@@ -21,6 +21,9 @@ from evaluator.protocol.identity import configure
 from evaluator.records.models import Attempt, Campaign
 from tests.records import finish_cell, launch_full
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -4,6 +4,7 @@ in the intervention row and the evidence at the time.\""""
 
 import json
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.urls import reverse
@@ -11,6 +12,9 @@ from django.urls import reverse
 from evaluator.live.interventions import do_intervene
 from evaluator.policies.base import Policy, PolicyReply
 from evaluator.records.models import Attempt, Intervention
+
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
 
 
 class Watched(Policy):

@@ -16,6 +16,9 @@ from evaluator.protocol.leaderboard import standings
 from evaluator.records.models import Attempt
 from tests.records import finish_cell
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 FETCH = "fetch-development/rgb/v1"
 OTHER = "fetch-development/rgb/decision-8-prefix-1/v1"
 

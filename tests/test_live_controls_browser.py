@@ -1,32 +1,30 @@
 """Issue 45, item 6, in part: "the page says a pause takes effect after the chunk in flight ... and the log reads
 oldest first; a watcher without the intervener role is told which role gives the controls; on a phone the controls
 sit next to the picture (today 1,150 px below it) with touch buttons for the actions (the A/D, W/S keys cannot be
-typed on a phone)." In chromium at 390 px against a real daphne, the episode driven by a slow policy server."""
+typed on a phone)." In chromium at 390 px against a real daphne, the episode held by a start-paused hold."""
 
 import pytest
 
 from rsi_client import Client
 from tests.servers.browser import PHONE, logged_in, shot, wait_until
-from tests.servers.policies import HttpPolicyServer, Sleep
-from tests.servers.site import daphne_site, make_token
+from tests.servers.site import Session, daphne_site, make_token
 
 pytestmark = pytest.mark.usefixtures("no_csp_violations")
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory):
-    """A Fetch episode that runs for about 20 s: each of its 40 calls answered after 0.5 s."""
-    server = HttpPolicyServer(lambda request, call: Sleep(0.5))
+    """A running Fetch episode, held before its first decision for as long as the module needs it: started paused
+    (a control checkpoint, not a slow policy)."""
     users = {"olga": ["operator"], "ivan": ["intervener"], "walt": ["watcher"]}
-    try:
-        with daphne_site(tmp_path_factory.mktemp("live-controls"), users=users) as (base, _):
-            client = Client(base, token=make_token(base))
-            plan = {"benchmark": "fetch", "tasks": ["reach"], "seeds": [0], "policy": server.url}
-            campaign = client.launch(budget_mode="decisions", max_policy_calls=40, replan_interval=1, **plan)
-            attempt = client.cells(campaign["id"])["cells"][0]["attempt"]
-            yield base, attempt
-    finally:
-        server.stop()
+    with daphne_site(tmp_path_factory.mktemp("live-controls"), users=users) as (base, _):
+        client = Client(base, token=make_token(base))
+        plan = {"benchmark": "fetch", "tasks": ["reach"], "seeds": [0], "policy": "noop"}
+        campaign = client.launch(start=False, budget_mode="decisions", max_policy_calls=40, replan_interval=1, **plan)
+        attempt = client.cells(campaign["id"])["cells"][0]["attempt"]
+        Session(base, "ivan", "ivanivan").post(f"/attempts/{attempt}/start-paused/")
+        client.start(campaign["id"])
+        yield base, attempt
 
 
 def test_on_a_phone_the_controls_sit_under_the_picture_with_a_touch_pad_and_the_log_reads_oldest_first(

@@ -29,7 +29,8 @@ NO_PAGE_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 
 @pytest.fixture(scope="module")
 def tour(tmp_path_factory, browser):
-    """A site with two finished one-cell campaigns of the same cell (for compare) and one attempt left running."""
+    """A site with two finished one-cell campaigns of the same cell (for compare) and one attempt left running, held
+    by a start-paused hold before its first decision (a held episode renders nothing while the pages are toured)."""
     tmp = tmp_path_factory.mktemp("tour")
     with daphne_site(tmp, users={"vera": ["operator", "intervener"], "nora": [], **CRAWLERS}) as (base, env):
         db = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
@@ -39,8 +40,13 @@ def tour(tmp_path_factory, browser):
             page.click("#start-all")
             wait_until(page, "document.querySelectorAll('.cell[data-status=finished]').length === 1", timeout=120)
         launch_noop_campaign(page, base, "push", seed=3, decisions=2000)
+        campaign_page, running = page.url, query(db, "select max(id) from evaluator_attempt")[0][0]
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto(f"{base}/attempts/{running}/live/")
+        page.click("#btn-start-paused")
+        page.wait_for_selector("#starts-paused")
+        page.goto(campaign_page)
         page.click("#start-all")
-        running = query(db, "select max(id) from evaluator_attempt")[0][0]
         wait_until(page, "document.querySelectorAll('.cell[data-status=running]').length === 1", timeout=60)
         yield base, db, running
         page.close()

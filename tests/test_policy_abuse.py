@@ -28,6 +28,9 @@ from tests.servers.policies import (
     zero_chunk,
 )
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ACTION = json.dumps(zero_chunk())
 
 

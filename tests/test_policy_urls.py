@@ -17,6 +17,9 @@ from django.core.management import CommandError, call_command
 from evaluator.records.models import Campaign, Policy
 from tests.servers.policies import HttpPolicyServer, always, zero_chunk
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD_PORTS = ["http://gpu7:99999/act", "http://gpu7:-1/act", "http://gpu7:1:80/act", "openpi+ws://gpu7:99999"]
 WITH_CREDENTIALS = ["http://alice:secret@gpu7/act", "openai+http://alice@gpu7:8000/v1?model=m"]

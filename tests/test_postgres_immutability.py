@@ -11,6 +11,9 @@ import pytest
 
 from tests.servers.postgres import create_database
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = """

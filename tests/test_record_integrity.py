@@ -14,6 +14,9 @@ from evaluator.execution.launching import policy_for
 from evaluator.records.models import Artifact, Attempt, Policy, ProtocolIdentity, RecordImmutable, Task
 from tests.parts import require_module
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 # 2. What a finished attempt points to cannot change.
 
 

@@ -10,6 +10,9 @@ from django.urls import reverse
 from evaluator.records.models import Attempt
 from evaluator.records.queries import campaign_cells
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 
 @pytest.fixture
 def two_runs(run_cell):

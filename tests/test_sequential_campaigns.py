@@ -27,6 +27,9 @@ from evaluator.records.sequential import do_update_sequential, sequential_state_
 from evaluator.running.recorder import do_run_attempt
 from tests.records import finish_cell
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 SEEDS = list(range(12))
 
 

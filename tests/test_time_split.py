@@ -18,6 +18,9 @@ from evaluator.records.throughput import PARTS
 from evaluator.running.recorder import do_run_attempt
 from tests.records import finish_cell
 
+# The subject here is the records, the API and the pages: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 PLAN = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach", "push"], "seeds": [4, 9], "start": True}
 
 

@@ -111,6 +111,10 @@ _TEMPLATE_LOCK = threading.Lock()
 def _set_up(env: dict, users: dict[str, list[str]] | None) -> None:
     manage(env, "migrate", "--noinput")
     manage(env, "load_catalogs")
+    _add_users(env, users)
+
+
+def _add_users(env: dict, users: dict[str, list[str]] | None) -> None:
     if users:  # one process for all of them
         calls = "".join(
             f"call_command('rsi_user', {name!r}, '--password', {name * 2!r}, "
@@ -121,15 +125,26 @@ def _set_up(env: dict, users: dict[str, list[str]] | None) -> None:
 
 
 def _template(env: dict, users: dict[str, list[str]] | None) -> Path:
-    """The run's template database for `users`: a site's database as the set-up leaves it."""
+    """The run's template database for `users`: a site's database as the set-up leaves it. The set without users is
+    migrated and loaded once; each set of users is a copy of it with those users added."""
     key = tuple(sorted((name, tuple(roles)) for name, roles in (users or {}).items()))
     with _TEMPLATE_LOCK:
+        if () not in _TEMPLATES:
+            folder = _template_folder()
+            _set_up(site_env(folder), None)
+            _TEMPLATES[()] = folder / "db.sqlite3"
         if key not in _TEMPLATES:
-            folder = Path(tempfile.mkdtemp(prefix="rsi-site-template-"))
-            atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            _set_up(site_env(folder), users)
+            folder = _template_folder()
+            _copy_database(_TEMPLATES[()], folder / "db.sqlite3")
+            _add_users(site_env(folder), users)
             _TEMPLATES[key] = folder / "db.sqlite3"
         return _TEMPLATES[key]
+
+
+def _template_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="rsi-site-template-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _copy_database(template: Path, path: Path) -> None:
