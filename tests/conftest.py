@@ -356,10 +356,16 @@ def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true", help="only the tests of no group (tests/groups.py)")
 
 
+# The modules of these groups run first, in this order, and the others after them: pytest-xdist hands a free process the
+# next module in the run's order, so the quick modules at the end fill in while the other process finishes a long one.
+LONG_FIRST = ("cluster", "browser", "lerobot", "sapien", "site")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own order, which the stable sort below keeps within a module
 def pytest_collection_modifyitems(config, items):
     """Each test marked with its groups (tests/groups.py); with --quick, the tests of a group are deselected. A part's
-    name is checked here: a misspelt one fails the run, never reads as absent."""
-    grouped = []
+    name is checked here: a misspelt one fails the run, never reads as absent. The modules of long groups go first."""
+    grouped, rank = [], {}
     for item in items:
         for mark in item.iter_markers("needs"):
             unknown = [name for name in mark.args if name not in PARTS]
@@ -370,6 +376,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(group)
         if groups:
             grouped.append(item)
+        item_rank = min((LONG_FIRST.index(group) for group in groups if group in LONG_FIRST), default=len(LONG_FIRST))
+        rank[item.module] = min(rank.get(item.module, item_rank), item_rank)
+    items.sort(key=lambda item: rank[item.module])  # stable: each module's tests keep their order
     if config.getoption("--quick") and grouped:
         config.hook.pytest_deselected(items=grouped)
         left_out = set(grouped)

@@ -14,6 +14,9 @@ from evaluator.protocol.actions import MAX_NESTING
 from tests.parts import require_module
 from tests.servers.policies import Body, ChatServer, HttpPolicyServer, OpenPiServer, always
 
+# The subject here is how replies are read, not the frames: Fetch renders small (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_fetch_render")
+
 ACTION = "[0.0, 0.0, 0.0, 0.0]"
 POLICY_FAULTS = {"policy_error", "contract_violation"}  # the policy's, each with its typed error
 DEPTHS = [10, MAX_NESTING + 1, 1_000, 100_000]

@@ -26,11 +26,13 @@ PLAN = {"benchmark": "fetch", "policy": "noop", "tasks": ["reach", "push"], "see
 
 @pytest.fixture
 def ran(operator, media_root, monkeypatch, django_capture_on_commit_callbacks):
-    """A 4-cell Fetch campaign created and started through the API (so its cells were queued), then run."""
+    """A 4-cell Fetch campaign created and started through the API (so its cells were queued), then run: four
+    decisions a cell, as every part of the split is there from the first decision on."""
     queued = []
     monkeypatch.setattr(executor, "submit", lambda attempt_id, *_: queued.append(attempt_id))
+    plan = {**PLAN, "budget_mode": "decisions", "max_policy_calls": 4}
     with django_capture_on_commit_callbacks(execute=True):
-        response = operator.post("/api/v1/campaigns", json.dumps(PLAN), content_type="application/json")
+        response = operator.post("/api/v1/campaigns", json.dumps(plan), content_type="application/json")
     campaign_id = response.json()["id"]
     assert len(queued) == 4
     for attempt_id in queued:
