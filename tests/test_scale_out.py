@@ -15,6 +15,14 @@ from evaluator.protocol.full_matrix import load_matrix
 from tests.servers.cluster import Worker, doctor, manage, query, start, wait, wait_finished
 
 
+def running_cell(env: dict, cells: str) -> tuple:
+    """A running cell's (id, runner), read in one query: a cell that a count saw running may have finished since."""
+    found = []
+    wait(lambda: found.extend(query(env, f"select id, runner {cells} and status = 'running'")) or found, 120,
+         "a running cell")  # fmt: skip
+    return found[0]
+
+
 def test_a_campaign_of_eight_cells_runs_over_two_workers_each_cell_exactly_once(cluster):
     tmp, env, _ = cluster
     workers = [Worker(tmp, env, "w1", device="0"), Worker(tmp, env, "w2", device="1")]
@@ -55,9 +63,7 @@ def test_a_worker_killed_mid_episode_leaves_its_attempt_to_the_reaper_and_the_re
     try:
         campaign = start(env, "slide", repeats=2, decisions=400)
         cells = f"from evaluator_attempt where campaign_id = {campaign}"
-        running = f"select count(*) {cells} and status = 'running'"
-        wait(lambda: query(env, running) == [(1,)], 120, "a running cell")
-        (victim,) = query(env, f"select id {cells} and status = 'running'")[0]
+        victim, _ = running_cell(env, cells)
         time.sleep(3)  # mid-episode: heartbeats written, steps taken
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(timeout=30)
@@ -147,14 +153,6 @@ REPORT = (
 
 
 WHOLE_MATRIX = "RSI_WHOLE_MATRIX_RUN"
-
-
-def running_cell(env: dict, cells: str) -> tuple:
-    """A running cell's (id, runner), read in one query: a cell that a count saw running may have finished since."""
-    found = []
-    wait(lambda: found.extend(query(env, f"select id, runner {cells} and status = 'running'")) or found, 120,
-         "a running cell")  # fmt: skip
-    return found[0]
 
 
 @pytest.mark.parametrize(
